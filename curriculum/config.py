@@ -1,0 +1,251 @@
+"""The run configuration: one pydantic model for a whole run, loaded from YAML plus overrides.
+
+Plugin sections (``testbed``, ``engineer``, ``trainer``) are validated against the config
+class that the plugin registered in ``curriculum.registry``, chosen by the section's ``name``.
+Every model forbids unknown keys. ``load_config`` turns pydantic's errors into one readable
+message that names each bad field and, for a typo, the closest valid key — before any model
+is loaded.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializeAsAny,
+    ValidationError,
+    field_validator,
+)
+
+from curriculum.registry import ENGINEERS, TESTBEDS, TRAINERS, Registry, UnknownName
+from trainers.generation import GenerationConfig
+from trainers.models import ModelConfig
+
+
+class StrictModel(BaseModel):
+    """Base for every config model: unknown keys are errors, field docstrings are descriptions."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, validate_default=True)
+
+
+class PluginConfig(StrictModel):
+    """Base of a plugin's config section; ``name`` selects the plugin in its registry."""
+
+    name: str
+    """Registered name of the plugin."""
+
+
+def _plugin_section(registry: Registry, value: Any) -> BaseModel:
+    """Validate a plugin section against the config class its ``name`` registered."""
+    if isinstance(value, BaseModel):
+        value = value.model_dump()
+    if isinstance(value, str):
+        value = {"name": value}
+    if not isinstance(value, dict) or "name" not in value:
+        raise ValueError(f"must be a mapping with a 'name' key (one of: {', '.join(registry.names())})")
+    try:
+        config_cls = registry.get(value["name"]).load_config()
+    except UnknownName as err:
+        raise ValueError(str(err)) from None
+    return config_cls.model_validate(value)
+
+
+class RunConfig(StrictModel):
+    """A whole run: model, trainer, testbed, engineer, rounds, seed and output location."""
+
+    model: ModelConfig = Field(default_factory=ModelConfig)
+    """The starting policy."""
+    trainer: SerializeAsAny[PluginConfig] = Field(default_factory=lambda: {"name": "grpo"})
+    """The learner (``grpo`` or ``simulated``) and its hyper-parameters."""
+    testbed: SerializeAsAny[PluginConfig] = Field(default_factory=lambda: {"name": "mapf_frozenlake"})
+    """The environment family and its eval suites."""
+    engineer: SerializeAsAny[PluginConfig] = Field(default_factory=lambda: {"name": "random"})
+    """The environment engineer that designs each next round."""
+    generation: GenerationConfig = Field(default_factory=GenerationConfig)
+    """Generation settings for evaluation and for engineers that query a model."""
+    rounds: int = Field(3, ge=1, le=10_000)
+    """Number of train → eval → design rounds (the paper ran 3)."""
+    tasks_per_round: int = Field(4000, ge=1)
+    """Training tasks drawn from the proposal each round (the paper: 4000 instances)."""
+    eval_before_training: bool = False
+    """Also evaluate the starting model before round 0 (a baseline row in the history)."""
+    seed: int = Field(0, ge=0)
+    """Master seed; every round's data, eval and engineer seeds derive from it."""
+    output_dir: Path = Path("runs")
+    """Directory under which the run directory is created."""
+    run_name: str | None = None
+    """Run directory name (default: ``<engineer>-<testbed>-seed<seed>-<timestamp>``)."""
+
+    @field_validator("trainer", mode="before")
+    @classmethod
+    def _trainer(cls, value: Any) -> BaseModel:
+        return _plugin_section(TRAINERS, value)
+
+    @field_validator("testbed", mode="before")
+    @classmethod
+    def _testbed(cls, value: Any) -> BaseModel:
+        return _plugin_section(TESTBEDS, value)
+
+    @field_validator("engineer", mode="before")
+    @classmethod
+    def _engineer(cls, value: Any) -> BaseModel:
+        return _plugin_section(ENGINEERS, value)
+
+    @field_validator("run_name")
+    @classmethod
+    def _run_name(cls, value: str | None) -> str | None:
+        if value is not None and (not value or "/" in value or value.startswith(".")):
+            raise ValueError("must be a plain directory name (no '/', not starting with '.')")
+        return value
+
+    def fingerprint(self) -> str:
+        """Short hash of the resolved config, for cache keys and resume checks."""
+        blob = json.dumps(self.model_dump(mode="json"), sort_keys=True).encode()
+        return hashlib.sha256(blob).hexdigest()[:12]
+
+
+class ConfigError(ValueError):
+    """A config that cannot be used; the message is meant for the user as is."""
+
+
+# -- loading ---------------------------------------------------------------------------------------
+
+def parse_override(item: str) -> tuple[list[str], Any]:
+    """``"trainer.learning_rate=1e-6"`` → (["trainer", "learning_rate"], 1e-6).
+
+    The value is parsed as YAML, so numbers, booleans, lists and ``null`` work as users expect.
+    """
+    key, sep, raw = item.partition("=")
+    if not sep or not key.strip():
+        raise ConfigError(f"override {item!r} must look like KEY=VALUE, e.g. trainer.learning_rate=1e-6")
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else ""
+    except yaml.YAMLError:
+        value = raw
+    return key.strip().split("."), value
+
+
+def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
+    """Set dotted keys in a nested dict (creating mappings as needed)."""
+    for item in overrides:
+        path, value = parse_override(item)
+        node = data
+        for part in path[:-1]:
+            child = node.get(part)
+            if isinstance(child, str) and part in ("trainer", "testbed", "engineer"):
+                child = {"name": child}
+            if not isinstance(child, dict):
+                child = {}
+            node[part] = child
+            node = child
+        node[path[-1]] = value
+    return data
+
+
+def load_config(path: str | Path | None = None, overrides: list[str] | None = None,
+                base: dict[str, Any] | None = None) -> RunConfig:
+    """Read YAML (or start from ``base``), apply ``--set`` overrides, validate; raise ConfigError."""
+    data: dict[str, Any] = dict(base or {})
+    if path is not None:
+        try:
+            loaded = yaml.safe_load(Path(path).read_text())
+        except FileNotFoundError:
+            raise ConfigError(f"config file not found: {path}") from None
+        except yaml.YAMLError as err:
+            raise ConfigError(f"{path} is not valid YAML: {err}") from None
+        if loaded is None:
+            loaded = {}
+        if not isinstance(loaded, dict):
+            raise ConfigError(f"{path} must contain a mapping at the top level")
+        data.update(loaded)
+    data = apply_overrides(data, overrides or [])
+    return validate_config(data, source=str(path) if path else "config")
+
+
+def validate_config(data: dict[str, Any], source: str = "config") -> RunConfig:
+    try:
+        return RunConfig.model_validate(data)
+    except ValidationError as err:
+        raise ConfigError(format_errors(err, data, source)) from None
+
+
+def format_errors(err: ValidationError, data: dict[str, Any], source: str) -> str:
+    """One line per error: the dotted field, what is wrong, and a suggestion for typos."""
+    lines = [f"invalid {source}:"]
+    for item in err.errors():
+        loc = [str(p) for p in item["loc"]]
+        field = ".".join(loc) or "<root>"
+        message = item["msg"]
+        if item["type"] == "extra_forbidden":
+            valid = _valid_keys(loc[:-1], data)
+            close = difflib.get_close_matches(loc[-1], valid, n=1, cutoff=0.5)
+            message = f"unknown key '{loc[-1]}'"
+            if close:
+                message += f" (did you mean '{'.'.join([*loc[:-1], close[0]])}'?)"
+            elif valid:
+                message += f" (valid keys here: {', '.join(sorted(valid))})"
+        elif "input" in item and item["type"] not in ("missing",):
+            message += f" (got {item['input']!r})"
+        lines.append(f"  {field}: {message}")
+    return "\n".join(lines)
+
+
+def _valid_keys(loc: list[str], data: dict[str, Any]) -> list[str]:
+    """Field names of the model found at ``loc``, following plugin sections by their name."""
+    model: type[BaseModel] | None = RunConfig
+    node: Any = data
+    for i, part in enumerate(loc):
+        if model is None:
+            return []
+        node = node.get(part) if isinstance(node, dict) else None
+        if i == 0 and part in _PLUGIN_REGISTRIES:
+            name = node.get("name") if isinstance(node, dict) else node
+            try:
+                model = _PLUGIN_REGISTRIES[part].get(str(name)).load_config()
+            except UnknownName:
+                return []
+            continue
+        field = model.model_fields.get(part)
+        model = _model_in(field.annotation) if field is not None else None
+    return list(model.model_fields) if model is not None else []
+
+
+_PLUGIN_REGISTRIES = {"trainer": TRAINERS, "testbed": TESTBEDS, "engineer": ENGINEERS}
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    """The pydantic model inside an annotation like ``Foo | None``."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in getattr(annotation, "__args__", ()) or ():
+        found = _model_in(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def dump_config(config: RunConfig) -> str:
+    """The resolved config as YAML (what is printed at start and saved in the run dir)."""
+    return yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False)
+
+
+def config_diff(a: dict[str, Any], b: dict[str, Any], prefix: str = "") -> list[str]:
+    """Dotted keys whose values differ between two nested dicts."""
+    keys = sorted(set(a) | set(b))
+    out: list[str] = []
+    for key in keys:
+        path = f"{prefix}{key}"
+        va, vb = a.get(key), b.get(key)
+        if isinstance(va, dict) and isinstance(vb, dict):
+            out.extend(config_diff(va, vb, path + "."))
+        elif va != vb:
+            out.append(f"{path}: {va!r} -> {vb!r}")
+    return out

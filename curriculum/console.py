@@ -1,0 +1,133 @@
+"""Everything the user sees while a run goes: rich progress bars and per-round summary tables.
+
+The loop talks to a ``Reporter``; ``QuietReporter`` is used by tests and by ``compare``'s
+parallel workers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.syntax import Syntax
+from rich.table import Table
+
+from curriculum.records import RoundReport
+from testbeds.base import EvalReport
+
+
+class QuietReporter:
+    """Does nothing; the interface of every reporter."""
+
+    def config(self, text: str, run_dir: str) -> None: ...
+    def round_start(self, index: int, total: int, proposal: dict[str, Any]) -> None: ...
+    def stage(self, name: str, total: int | None) -> None: ...
+    def advance(self, amount: int = 1) -> None: ...
+    def stage_end(self) -> None: ...
+    def round_end(self, report: RoundReport) -> None: ...
+    def message(self, text: str) -> None: ...
+
+
+class RichReporter(QuietReporter):
+    """Progress bars for sampling, training, eval and design; a summary table per round."""
+
+    def __init__(self, console: Console | None = None) -> None:
+        self.console = console or Console()
+        self._progress: Progress | None = None
+        self._task: Any = None
+
+    def config(self, text: str, run_dir: str) -> None:
+        self.console.rule("[bold]curriculum run")
+        self.console.print(Syntax(text, "yaml", theme="ansi_dark", background_color="default"))
+        self.console.print(f"run dir: [bold]{run_dir}[/]")
+
+    def round_start(self, index: int, total: int, proposal: dict[str, Any]) -> None:
+        self.console.rule(f"round {index + 1}/{total}")
+
+    def stage(self, name: str, total: int | None) -> None:
+        self.stage_end()
+        self._progress = Progress(TextColumn(f"[bold]{name:<10}"), BarColumn(), MofNCompleteColumn(),
+                                  TimeElapsedColumn(), console=self.console, transient=False)
+        self._progress.start()
+        self._task = self._progress.add_task(name, total=total)
+
+    def advance(self, amount: int = 1) -> None:
+        if self._progress is not None:
+            self._progress.advance(self._task, amount)
+
+    def stage_end(self) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+            self._progress = None
+
+    def message(self, text: str) -> None:
+        self.stage_end()
+        self.console.print(text)
+
+    def round_end(self, report: RoundReport) -> None:
+        self.stage_end()
+        table = Table(title=f"round {report.round} summary", show_header=True)
+        table.add_column("metric")
+        table.add_column("value", justify="right")
+        for key in ("train/mean_reward", "train/valid_rate", "train/steps", "train/seconds"):
+            if key in report.train_metrics:
+                table.add_row(key, f"{report.train_metrics[key]:.4g}")
+        table.add_row("eval/score", f"{report.eval.score:.4f}")
+        for key, value in report.eval.metrics.items():
+            if key.count("/") == 1:  # aggregate metrics only; per-size ones go in eval_table
+                table.add_row(f"eval/{key}", f"{value:.4g}")
+        self.console.print(table)
+        if report.design is not None:
+            self.console.print(f"[bold]engineer[/] {report.design.engineer} → next proposal:")
+            self.console.print(proposal_table(report.design.projected))
+            if report.design.changes:
+                self.console.print(f"project made {len(report.design.changes)} change(s):")
+                for change in report.design.changes[:12]:
+                    self.console.print(f"  {change.path}: {change.proposed!r} → {change.applied!r} ({change.reason})")
+                if len(report.design.changes) > 12:
+                    self.console.print(f"  … {len(report.design.changes) - 12} more in design.json")
+            for key, value in report.design.diagnostics.items():
+                self.console.print(f"  [dim]{key}[/]: {value}")
+
+
+def proposal_table(proposal: dict[str, Any]) -> Table | str:
+    """A per-size table for proposals shaped ``{"sizes": {size: {field: value}}}``; else JSON."""
+    sizes = proposal.get("sizes") if isinstance(proposal, dict) else None
+    if not isinstance(sizes, dict) or not sizes:
+        import json
+
+        return json.dumps(proposal, indent=1)[:2000]
+    fields = list(next(iter(sizes.values())).keys())
+    table = Table(show_header=True)
+    table.add_column("size")
+    for field in fields:
+        table.add_column(field, justify="right")
+    for size, values in sizes.items():
+        table.add_row(size, *(f"{values.get(f, float('nan')):.3f}" for f in fields))
+    return table
+
+
+def eval_table(report: EvalReport, title: str = "eval") -> Table:
+    """Rows per (suite, size) from metrics keyed ``metric/suite/size``; columns per metric."""
+    rows: dict[tuple[str, str], dict[str, float]] = {}
+    metrics: list[str] = []
+    for key, value in report.metrics.items():
+        parts = key.split("/")
+        if len(parts) != 3:
+            continue
+        name, suite, size = parts
+        rows.setdefault((suite, size), {})[name] = value
+        if name not in metrics:
+            metrics.append(name)
+    table = Table(title=f"{title} (score {report.score:.4f})")
+    table.add_column("suite")
+    table.add_column("size")
+    for name in metrics:
+        table.add_column(name, justify="right")
+    for (suite, size), values in rows.items():
+        table.add_row(suite, size, *(f"{values.get(m, float('nan')):.3f}" for m in metrics))
+    for suite in dict.fromkeys(s for s, _ in rows):
+        table.add_row(suite, "[bold]all", *(f"{report.metrics.get(f'{m}/{suite}', float('nan')):.3f}"
+                                            for m in metrics))
+    return table

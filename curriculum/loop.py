@@ -1,0 +1,204 @@
+"""The controller: rounds of train → eval → design.
+
+For round r (0-based), with proposal P_r (P_0 from ``testbed.initial_proposal``):
+
+    tasks_r   = testbed.sample(P_r, tasks_per_round, seed=derive(seed, r, "data"))
+    metrics_r = trainer.train_round(tasks_r)
+    eval_r    = testbed.evaluate(trainer.policy())
+    design_r  = engineer.design(history)          # skipped after the last round
+    P_{r+1}, changes_r = testbed.project(design_r.raw, P_r)
+    commit round r atomically (artifacts, checkpoint, RNG, engineer and testbed state)
+
+Every random choice draws from a seed derived from (master seed, round, purpose), so a
+resumed run makes the same choices as an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from curriculum.config import RunConfig, dump_config
+from curriculum.console import QuietReporter
+from curriculum.records import DesignRecord, RoundReport
+from curriculum.registry import ENGINEERS, TESTBEDS, TRAINERS
+from curriculum.rundir import RunDir, capture_rng, read_json, restore_rng, write_json
+from engineers.base import DesignContext, Engineer
+from testbeds.base import EvalReport, Testbed
+from trainers.base import Trainer
+
+_PURPOSES = {"initial": 0, "data": 1, "eval": 2, "engineer": 3, "train": 4}
+
+
+def derive_seed(seed: int, round_index: int, purpose: str) -> int:
+    """A 31-bit seed for one (round, purpose); independent streams via NumPy's SeedSequence."""
+    sequence = np.random.SeedSequence([seed, round_index + 1, _PURPOSES[purpose]])
+    return int(sequence.generate_state(1)[0] & 0x7FFFFFFF)
+
+
+def build_testbed(config: RunConfig) -> Testbed:
+    return TESTBEDS.get(config.testbed.name).load()(config.testbed, seed=config.seed)
+
+
+def build_engineer(config: RunConfig, run_dir: Path | None) -> Engineer:
+    return ENGINEERS.get(config.engineer.name).load()(config.engineer, run_dir=str(run_dir) if run_dir else None)
+
+
+def build_trainer(config: RunConfig, testbed: Testbed) -> Trainer:
+    return TRAINERS.get(config.trainer.name).load()(config, testbed)
+
+
+@dataclass
+class RunResult:
+    """What ``run`` returns."""
+
+    run_dir: Path
+    history: list[RoundReport]
+
+
+def run(config: RunConfig, *, resume: Path | None = None, reporter: QuietReporter | None = None) -> RunResult:
+    """Run (or resume) a whole curriculum; returns the run dir and the full history."""
+    reporter = reporter or QuietReporter()
+    if resume is not None:
+        run_dir = RunDir.open(resume)
+        run_dir.check_same_config(config)
+        run_dir.discard_partial()
+    else:
+        run_dir = RunDir.create(config)
+    reporter.config(dump_config(config), str(run_dir.path))
+
+    testbed = build_testbed(config)
+    engineer = build_engineer(config, run_dir.path)
+    trainer = build_trainer(config, testbed)
+    history = run_dir.history()
+    try:
+        proposal = _restore(config, run_dir, history, testbed, engineer, trainer)
+        engineer.on_run_start(testbed, proposal)
+        run_dir.truncate_metrics(len(history) - 1)
+        if config.eval_before_training and not history:
+            _baseline_eval(config, run_dir, testbed, trainer, reporter)
+        for index in range(len(history), config.rounds):
+            report, proposal = _one_round(config, index, proposal, history, run_dir,
+                                          testbed, engineer, trainer, reporter)
+            history.append(report)
+            engineer.on_round_end(report)
+            reporter.round_end(report)
+    finally:
+        engineer.close()
+        trainer.close()
+    return RunResult(run_dir=run_dir.path, history=history)
+
+
+def _restore(config: RunConfig, run_dir: RunDir, history: list[RoundReport], testbed: Testbed,
+             engineer: Engineer, trainer: Trainer) -> Any:
+    """Load the state after the last committed round (or the initial state) into the plugins."""
+    if not history:
+        trainer.setup(None)
+        rng = np.random.default_rng(derive_seed(config.seed, 0, "initial"))
+        return testbed.initial_proposal(rng)
+    last = history[-1].round
+    state = run_dir.load_state(last)
+    engineer.load_state_dict(state["engineer"])
+    testbed.load_state_dict(state["testbed"])
+    restore_rng(state["rng"])
+    trainer.setup(run_dir.checkpoint(last))
+    return testbed.proposal_model.model_validate(state["next_proposal"])
+
+
+def _baseline_eval(config: RunConfig, run_dir: RunDir, testbed: Testbed, trainer: Trainer,
+                   reporter: QuietReporter) -> EvalReport:
+    reporter.stage("eval base", None)
+    report = testbed.evaluate(_with_progress(trainer.policy(), reporter), seed=derive_seed(config.seed, -1, "eval"))
+    write_json(run_dir.path / "baseline_eval.json", report.model_dump(mode="json"))
+    run_dir.log({"round": -1, "event": "baseline_eval", "score": report.score, **report.metrics})
+    return report
+
+
+def _one_round(config: RunConfig, index: int, proposal: Any, history: list[RoundReport], run_dir: RunDir,
+               testbed: Testbed, engineer: Engineer, trainer: Trainer,
+               reporter: QuietReporter) -> tuple[RoundReport, Any]:
+    proposal_json = proposal.model_dump(mode="json")
+    reporter.round_start(index, config.rounds, proposal_json)
+
+    reporter.stage("sample", None)
+    tasks = testbed.sample(proposal, config.tasks_per_round, derive_seed(config.seed, index, "data"))
+
+    steps = getattr(config.trainer, "max_steps_per_round", None)
+    reporter.stage("train", steps)
+
+    def log(record: dict[str, Any]) -> None:
+        run_dir.log(record)
+        if "loss" in record or "reward" in record:
+            reporter.advance(1)
+
+    train_metrics = trainer.train_round(tasks, round_index=index, seed=derive_seed(config.seed, index, "train"),
+                                        log=log)
+
+    reporter.stage("eval", None)
+    policy = trainer.policy()
+    evaluation = testbed.evaluate(_with_progress(policy, reporter), seed=derive_seed(config.seed, index, "eval"))
+    run_dir.log({"round": index, "event": "eval", "score": evaluation.score, **evaluation.metrics})
+
+    report = RoundReport(round=index, proposal=proposal_json, train_metrics=train_metrics, eval=evaluation)
+    next_proposal = proposal
+    if index + 1 < config.rounds:
+        reporter.stage("design", None)
+        ctx = DesignContext(
+            round=index, total_rounds=config.rounds, history=[*history, report], proposal=proposal,
+            testbed=testbed, rng=np.random.default_rng(derive_seed(config.seed, index, "engineer")),
+            policy=policy, base_policy=trainer.base_policy, run_info=trainer.run_info(),
+        )
+        design = engineer.design(ctx)
+        next_proposal, changes = testbed.project(design.raw, proposal)
+        report.design = DesignRecord(
+            engineer=engineer.name, design=design, projected=next_proposal.model_dump(mode="json"),
+            changes=changes, diagnostics=design.notes.get("diagnostics", {}),
+        )
+        run_dir.log({"round": index, "event": "design", "changes": len(changes)})
+
+    state = {
+        "engineer": engineer.state_dict(),
+        "testbed": testbed.state_dict(),
+        "rng": capture_rng(),
+        "next_proposal": next_proposal.model_dump(mode="json"),
+    }
+    reporter.stage("commit", None)
+    run_dir.commit_round(report, state=state, save_checkpoint=trainer.save)
+    run_dir.log({"round": index, "event": "round_committed", "score": evaluation.score, **train_metrics})
+    return report, next_proposal
+
+
+def _with_progress(policy: Any, reporter: QuietReporter) -> Any:
+    """Hook the reporter's progress bar into policies that report finished completions."""
+    if hasattr(policy, "progress"):
+        policy.progress = reporter.advance
+    return policy
+
+
+def evaluate_run(run_dir: Path, *, round_index: int | None = None,
+                 reporter: QuietReporter | None = None) -> EvalReport:
+    """``curriculum eval``: evaluate a committed round's checkpoint (default: the last one)."""
+    run = RunDir.open(run_dir)
+    config = run.saved_config()
+    rounds = run.completed_rounds()
+    if not rounds:
+        raise FileNotFoundError(f"{run_dir} has no completed round yet")
+    index = rounds[-1] if round_index is None else round_index
+    if index not in rounds:
+        raise FileNotFoundError(f"round {index} is not completed in {run_dir} (completed: {rounds})")
+    testbed = build_testbed(config)
+    testbed.load_state_dict(read_json(run.round_dir(index) / "state.json")["testbed"])
+    trainer = build_trainer(config, testbed)
+    trainer.setup(run.checkpoint(index))
+    try:
+        reporter = reporter or QuietReporter()
+        reporter.stage("eval", None)
+        report = testbed.evaluate(_with_progress(trainer.policy(), reporter),
+                                  seed=derive_seed(config.seed, index, "eval"))
+        reporter.stage_end()
+    finally:
+        trainer.close()
+    return report

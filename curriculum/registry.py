@@ -1,0 +1,108 @@
+"""The one place where testbeds, engineers and trainers are registered by name.
+
+Entries are lazy (``"module:Class"`` strings) so that ``curriculum list`` and config
+validation never import torch or a model. Each entry names the plugin class and its config
+class; the CLI's choices, ``curriculum list`` and config validation all read from here.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One registered plugin."""
+
+    name: str
+    target: str
+    """``"module:Class"`` of the plugin."""
+    config: str
+    """``"module:Class"`` of its pydantic config (the section users write in YAML)."""
+    description: str
+    """One line shown by ``curriculum list``."""
+
+    def load(self) -> Any:
+        return _import(self.target)
+
+    def load_config(self) -> Any:
+        return _import(self.config)
+
+
+def _import(path: str) -> Any:
+    module, _, attr = path.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+class UnknownName(ValueError):
+    """Raised for a name that is not registered; the message lists the choices."""
+
+
+class Registry:
+    """Name → ``Entry`` for one kind of plugin."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self._entries: dict[str, Entry] = {}
+
+    def register(self, name: str, target: str, config: str, description: str) -> None:
+        if name in self._entries:
+            raise ValueError(f"{self.kind} {name!r} is already registered")
+        self._entries[name] = Entry(name, target, config, description)
+
+    def get(self, name: str) -> Entry:
+        try:
+            return self._entries[name]
+        except KeyError:
+            close = difflib.get_close_matches(name, self._entries, n=1)
+            hint = f" Did you mean {close[0]!r}?" if close else ""
+            raise UnknownName(
+                f"unknown {self.kind} {name!r}.{hint} Registered: {', '.join(self.names())}"
+            ) from None
+
+    def names(self) -> list[str]:
+        return list(self._entries)
+
+    def entries(self) -> list[Entry]:
+        return list(self._entries.values())
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._entries
+
+
+TESTBEDS = Registry("testbed")
+ENGINEERS = Registry("engineer")
+TRAINERS = Registry("trainer")
+
+# -- testbeds -----------------------------------------------------------------------------------
+TESTBEDS.register(
+    "mapf_frozenlake",
+    "testbeds.mapf_frozenlake.testbed:MAPFTestbed",
+    "testbeds.mapf_frozenlake.testbed:MAPFTestbedConfig",
+    "Multi-agent path finding on FrozenLake grids; the engineer edits per-size generator ratios.",
+)
+
+# -- engineers ----------------------------------------------------------------------------------
+ENGINEERS.register(
+    "fixed",
+    "engineers.fixed:FixedEngineer",
+    "engineers.fixed:FixedEngineerConfig",
+    "Keeps the starting proposal every round (no curriculum).",
+)
+ENGINEERS.register(
+    "random",
+    "engineers.random:RandomEngineer",
+    "engineers.random:RandomEngineerConfig",
+    "Samples a fresh legal proposal each round: the paper's 'GRPO (random)' baseline.",
+)
+
+# -- trainers -----------------------------------------------------------------------------------
+TRAINERS.register(
+    "grpo",
+    "trainers.grpo:GRPOTrainerAdapter",
+    "trainers.grpo:GRPOConfig",
+    "GRPO through TRL's GRPOTrainer (transformers generation on CPU, vLLM on GPU).",
+)

@@ -1,0 +1,234 @@
+"""The run directory: atomic per-round commits and exact resume.
+
+Layout::
+
+    RUN/
+      config.yaml               resolved config (resume refuses a different one)
+      metrics.jsonl             one JSON record per training log / round event
+      baseline_eval.json        optional eval of the starting model
+      rounds/round_000/         one directory per *completed* round:
+        proposal.json           what this round trained on
+        train_metrics.json
+        eval.json               EvalReport
+        design.json             DesignRecord: engineer input/output, projected proposal, changes
+        engineer_prompt.txt     what the engineer's model read (when it used one)
+        engineer_output.txt     what it wrote
+        state.json              engineer + testbed state, RNG states, next proposal
+        checkpoint/             model weights (+ optimizer state)
+
+A round is written into ``rounds/.round_NNN.partial`` and then renamed into place; a rename
+is atomic on POSIX, so a round directory either exists complete or not at all. A run killed
+mid-round loses only that round; a resume deletes leftover ``.partial`` directories and
+continues after the last committed round, leaving committed rounds byte-for-byte untouched.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+from collections.abc import Callable
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from curriculum.config import ConfigError, RunConfig, config_diff, dump_config, validate_config
+from curriculum.records import RoundReport
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` via a temporary file and rename."""
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    with open(tmp, "w") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+
+
+def write_json(path: Path, value: Any) -> None:
+    atomic_write(path, json.dumps(value, indent=2, sort_keys=False, default=str) + "\n")
+
+
+def read_json(path: Path) -> Any:
+    return json.loads(path.read_text())
+
+
+def capture_rng() -> dict[str, Any]:
+    """Python, NumPy and torch global RNG states (JSON-able)."""
+    state: dict[str, Any] = {
+        "python": _to_jsonable(random.getstate()),
+        "numpy": _to_jsonable(np.random.get_state()),
+    }
+    try:
+        import torch
+
+        state["torch"] = torch.get_rng_state().tolist()
+    except ImportError:  # torch-free runs (simulated learner)
+        pass
+    return state
+
+
+def restore_rng(state: dict[str, Any]) -> None:
+    if "python" in state:
+        version, internal, gauss = state["python"]
+        random.setstate((version, tuple(internal), gauss))
+    if "numpy" in state:
+        kind, keys, pos, has_gauss, cached = state["numpy"]
+        np.random.set_state((kind, np.array(keys, dtype=np.uint32), pos, has_gauss, cached))
+    if "torch" in state:
+        import torch
+
+        torch.set_rng_state(torch.tensor(state["torch"], dtype=torch.uint8))
+
+
+def _to_jsonable(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, tuple | list):
+        return [_to_jsonable(v) for v in value]
+    return value
+
+
+class RunDir:
+    """A run directory on disk."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+
+    # -- creation and resume ------------------------------------------------------------------
+    @classmethod
+    def create(cls, config: RunConfig) -> RunDir:
+        name = config.run_name or "{}-{}-seed{}-{}".format(
+            config.engineer.name, config.testbed.name, config.seed,
+            datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S"),
+        )
+        path = Path(config.output_dir) / name
+        if (path / "config.yaml").exists():
+            raise ConfigError(f"run directory {path} already exists; resume it with "
+                              f"`curriculum run --resume {path}` or choose another run_name")
+        (path / "rounds").mkdir(parents=True, exist_ok=True)
+        run = cls(path)
+        atomic_write(path / "config.yaml", dump_config(config))
+        return run
+
+    @classmethod
+    def open(cls, path: str | Path) -> RunDir:
+        run = cls(Path(path))
+        if not (run.path / "config.yaml").is_file():
+            raise ConfigError(f"{path} is not a run directory (no config.yaml)")
+        return run
+
+    def saved_config(self) -> RunConfig:
+        data = yaml.safe_load((self.path / "config.yaml").read_text())
+        return validate_config(data, source=str(self.path / "config.yaml"))
+
+    def check_same_config(self, config: RunConfig) -> None:
+        """Refuse to resume with a config that differs from the saved one."""
+        saved = yaml.safe_load((self.path / "config.yaml").read_text())
+        diff = config_diff(saved, config.model_dump(mode="json"))
+        if diff:
+            raise ConfigError(
+                f"cannot resume {self.path}: the config differs from the saved one:\n  "
+                + "\n  ".join(diff)
+                + "\nResume without --config/--set to use the saved config, or start a new run."
+            )
+
+    # -- rounds -------------------------------------------------------------------------------
+    @property
+    def rounds_dir(self) -> Path:
+        return self.path / "rounds"
+
+    def round_dir(self, index: int) -> Path:
+        return self.rounds_dir / f"round_{index:03d}"
+
+    def completed_rounds(self) -> list[int]:
+        if not self.rounds_dir.is_dir():
+            return []
+        return sorted(int(p.name.split("_")[1]) for p in self.rounds_dir.glob("round_[0-9][0-9][0-9]")
+                      if p.is_dir())
+
+    def discard_partial(self) -> None:
+        """Remove rounds that were being written when a run died."""
+        for partial in self.rounds_dir.glob(".round_*.partial"):
+            shutil.rmtree(partial, ignore_errors=True)
+
+    def commit_round(self, report: RoundReport, *, state: dict[str, Any],
+                     save_checkpoint: Callable[[Path], None] | None) -> Path:
+        """Write every artifact of a round into a partial directory, then rename it into place."""
+        final = self.round_dir(report.round)
+        partial = self.rounds_dir / f".round_{report.round:03d}.partial"
+        shutil.rmtree(partial, ignore_errors=True)
+        partial.mkdir(parents=True)
+        write_json(partial / "proposal.json", report.proposal)
+        write_json(partial / "train_metrics.json", report.train_metrics)
+        write_json(partial / "eval.json", report.eval.model_dump(mode="json"))
+        if report.design is not None:
+            write_json(partial / "design.json", report.design.model_dump(mode="json"))
+            if report.design.design.prompt is not None:
+                atomic_write(partial / "engineer_prompt.txt", report.design.design.prompt)
+            if report.design.design.output is not None:
+                atomic_write(partial / "engineer_output.txt", report.design.design.output)
+        write_json(partial / "state.json", state)
+        if save_checkpoint is not None:
+            save_checkpoint(partial / "checkpoint")
+        _fsync_dir(partial)
+        os.rename(partial, final)
+        _fsync_dir(self.rounds_dir)
+        return final
+
+    def load_round(self, index: int) -> RoundReport:
+        directory = self.round_dir(index)
+        design_path = directory / "design.json"
+        return RoundReport.model_validate({
+            "round": index,
+            "proposal": read_json(directory / "proposal.json"),
+            "train_metrics": read_json(directory / "train_metrics.json"),
+            "eval": read_json(directory / "eval.json"),
+            "design": read_json(design_path) if design_path.is_file() else None,
+        })
+
+    def load_state(self, index: int) -> dict[str, Any]:
+        return read_json(self.round_dir(index) / "state.json")
+
+    def history(self) -> list[RoundReport]:
+        return [self.load_round(i) for i in self.completed_rounds()]
+
+    def checkpoint(self, index: int) -> Path | None:
+        path = self.round_dir(index) / "checkpoint"
+        return path if path.is_dir() else None
+
+    # -- metrics stream -----------------------------------------------------------------------
+    @property
+    def metrics_path(self) -> Path:
+        return self.path / "metrics.jsonl"
+
+    def log(self, record: dict[str, Any]) -> None:
+        with open(self.metrics_path, "a") as handle:
+            handle.write(json.dumps(record, default=float) + "\n")
+
+    def truncate_metrics(self, last_round: int) -> None:
+        """Drop metrics of rounds after ``last_round`` (they belong to a round that was lost)."""
+        if not self.metrics_path.is_file():
+            return
+        kept = []
+        for line in self.metrics_path.read_text().splitlines():
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a line cut short by a kill
+            if record.get("round", -1) <= last_round:
+                kept.append(line)
+        atomic_write(self.metrics_path, "".join(k + "\n" for k in kept))
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

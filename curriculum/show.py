@@ -1,0 +1,53 @@
+"""``curriculum show``: what happened in a run, round by round."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from curriculum.console import eval_table, proposal_table
+from curriculum.rundir import RunDir
+
+
+def show_run(run_dir: Path, *, round_index: int | None, console: Console) -> None:
+    run = RunDir.open(run_dir)
+    rounds = run.completed_rounds()
+    if round_index is None:
+        table = Table(title=str(run_dir))
+        for column in ("round", "eval score", "train reward", "engineer", "changes by project"):
+            table.add_column(column)
+        for index in rounds:
+            report = run.load_round(index)
+            design = report.design
+            table.add_row(str(index), f"{report.eval.score:.4f}",
+                          f"{report.train_metrics.get('train/mean_reward', float('nan')):.4f}",
+                          design.engineer if design else "-", str(len(design.changes)) if design else "-")
+        console.print(table)
+        return
+    if round_index not in rounds:
+        raise FileNotFoundError(f"round {round_index} is not completed in {run_dir} (completed: {rounds})")
+    report = run.load_round(round_index)
+    console.rule(f"round {round_index}: proposal trained on")
+    console.print(proposal_table(report.proposal))
+    console.print(eval_table(report.eval, title=f"round {round_index} eval"))
+    design = report.design
+    if design is None:
+        console.print("no design (last round)")
+        return
+    console.rule(f"engineer {design.engineer}: prompt")
+    console.print(design.design.prompt or "(no model prompt)", markup=False, highlight=False)
+    console.rule("raw output")
+    console.print(design.design.output or "(no model output)", markup=False, highlight=False)
+    console.rule("parsed proposal")
+    console.print(json.dumps(design.design.raw, indent=1, default=str)[:4000], markup=False)
+    console.rule("projected proposal")
+    console.print(proposal_table(design.projected))
+    console.rule(f"project's changes ({len(design.changes)})")
+    for change in design.changes:
+        console.print(f"{change.path}: {change.proposed!r} → {change.applied!r} ({change.reason})", markup=False)
+    if design.diagnostics:
+        console.rule("diagnostics")
+        console.print(json.dumps(design.diagnostics, indent=1, default=str), markup=False)

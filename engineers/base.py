@@ -1,0 +1,76 @@
+"""The engineer interface: read what happened, propose the next round's training distribution.
+
+An engineer is called once per round, after training and evaluation. It reads the run's
+history (a list of ``RoundReport``) and returns a ``Design`` whose ``raw`` field is a proposal
+in the testbed's space; the controller then calls ``testbed.project`` to make it legal. Hooks
+default to doing nothing, so a new engineer implements ``design`` and nothing else.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+from pydantic import BaseModel
+
+from curriculum.records import Design, RoundReport
+from testbeds.base import Policy, Testbed
+
+
+@dataclass
+class DesignContext:
+    """What an engineer may look at when designing the next round."""
+
+    round: int
+    """Index of the round that just finished."""
+    total_rounds: int
+    """Number of rounds in the run."""
+    history: list[RoundReport]
+    """All completed rounds so far, oldest first (the last one is ``round``)."""
+    proposal: BaseModel
+    """The proposal the last round trained on."""
+    testbed: Testbed
+    """The testbed (its proposal model, bounds and ``project``)."""
+    rng: np.random.Generator
+    """Seeded per round by the controller; use it for any randomness."""
+    policy: Policy | None = None
+    """The current policy checkpoint, for engineers that ask the policy itself."""
+    base_policy: Callable[[], Policy] | None = None
+    """Loads the frozen starting model on demand (the paper's base-model-as-engineer ablation)."""
+    run_info: dict[str, Any] = field(default_factory=dict)
+    """Training bookkeeping (epochs per round, trainer hyper-parameters) for context modules."""
+
+
+class Engineer(ABC):
+    """Base class. Subclasses set ``name`` and implement ``design``."""
+
+    name: ClassVar[str]
+    """Registry name."""
+
+    def __init__(self, config: BaseModel, *, run_dir: str | None = None) -> None:
+        self.config = config
+        self.run_dir = run_dir
+
+    @abstractmethod
+    def design(self, ctx: DesignContext) -> Design:
+        """Propose the next round's raw proposal."""
+
+    # -- hooks (do nothing by default) ----------------------------------------------------------
+    def on_run_start(self, testbed: Testbed, initial_proposal: BaseModel) -> None:
+        """Called once when a run starts or resumes."""
+
+    def on_round_end(self, report: RoundReport) -> None:
+        """Called after a round is committed to disk."""
+
+    def state_dict(self) -> dict[str, Any]:
+        """JSON-able state saved with every round; engineers that derive all from history keep none."""
+        return {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore what ``state_dict`` returned."""
+
+    def close(self) -> None:
+        """Release resources (model endpoints, studies)."""

@@ -1,0 +1,29 @@
+"""``random``: a fresh uniformly random legal proposal every round.
+
+This is the paper's "GRPO (random config)" baseline: the training distribution changes each
+round, but not in response to what the policy got wrong.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from curriculum.config import PluginConfig
+from curriculum.records import Design
+from engineers.base import DesignContext, Engineer
+
+
+class RandomEngineerConfig(PluginConfig):
+    """The random baseline has no knobs; its draws come from the run's seeded per-round RNG."""
+
+    name: Literal["random"] = "random"
+    """Selects this engineer."""
+
+
+class RandomEngineer(Engineer):
+    """Samples ``testbed.random_proposal`` with the controller's per-round RNG."""
+
+    name = "random"
+
+    def design(self, ctx: DesignContext) -> Design:
+        return Design(raw=ctx.testbed.random_proposal(ctx.rng).model_dump(mode="json"))

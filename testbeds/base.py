@@ -1,0 +1,133 @@
+"""The testbed interface: what a curriculum controls and how a policy is scored on it.
+
+A testbed owns four things:
+
+* its **proposal space** — the pydantic model an engineer edits (for MAPF-FrozenLake the
+  per-size generator config), including the legal bounds of every field;
+* ``project`` — forcing any raw engineer output into that legal space, recording each change;
+* ``sample`` — turning a proposal into training ``Task``s, deterministically from a seed;
+* ``score`` / ``evaluate`` — the reward of one completion and the eval report of a policy.
+
+Everything the controller stores about a round (proposals, eval reports) is plain JSON, so
+run directories stay readable and resumable.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import Any, ClassVar, Protocol
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Task(BaseModel):
+    """One prompt the policy answers, with everything needed to score the answer."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str
+    """Stable identifier, unique within a round or eval suite."""
+    messages: list[dict[str, str]]
+    """The chat prompt (``[{"role": ..., "content": ...}, ...]``)."""
+    data: dict[str, Any] = Field(default_factory=dict)
+    """Testbed-specific payload used for scoring (e.g. the MAPF instance and its optimal plan)."""
+    features: dict[str, Any] = Field(default_factory=dict)
+    """Descriptive features used in reports and by simulated learners (size, agents, ...)."""
+
+
+class Completion(BaseModel):
+    """A policy's answer to one task."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    text: str
+    """The decoded completion."""
+    num_tokens: int
+    """Number of completion tokens under the policy's tokenizer."""
+
+
+class Policy(Protocol):
+    """Anything that answers tasks: a language model, or a simulated learner."""
+
+    def generate(self, tasks: Sequence[Task], *, max_new_tokens: int | None = None,
+                 temperature: float | None = None, seed: int = 0) -> list[Completion]:
+        """One completion per task, in order."""
+        ...
+
+
+class Change(BaseModel):
+    """One edit ``project`` made to an engineer's raw proposal."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: str
+    """Dotted location of the value, e.g. ``sizes.5.hole_ratio``."""
+    proposed: Any
+    """What the engineer proposed (``None`` when it was missing)."""
+    applied: Any
+    """What was applied instead."""
+    reason: str
+    """Why: clipped into bounds, renormalised, filled from previous config, unparsable..."""
+
+
+class EvalReport(BaseModel):
+    """The result of evaluating a policy on a testbed's eval suites."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    score: float
+    """The single scalar engineers and benchmarks optimise (testbed-defined; higher is better)."""
+    metrics: dict[str, float]
+    """Flat aggregate metrics, e.g. ``{"valid_rate/3": 0.4, "optimal_rate/3": 0.3}``."""
+    breakdown: dict[str, Any] = Field(default_factory=dict)
+    """Structured failure breakdown (per suite, per size) that engineers read."""
+    samples: list[dict[str, Any]] = Field(default_factory=list)
+    """A few (prompt, response, verdict) examples for inspection."""
+
+
+class Testbed(ABC):
+    """Base class for testbeds. Subclasses set ``proposal_model`` and implement the methods."""
+
+    name: ClassVar[str]
+    """Registry name."""
+    proposal_model: ClassVar[type[BaseModel]]
+    """The pydantic model engineers edit."""
+
+    # -- proposal space -----------------------------------------------------------------------
+    @abstractmethod
+    def initial_proposal(self, rng: np.random.Generator) -> BaseModel:
+        """The round-0 proposal (the paper samples it at random)."""
+
+    @abstractmethod
+    def random_proposal(self, rng: np.random.Generator) -> BaseModel:
+        """A uniformly random legal proposal (the ``random`` engineer's move)."""
+
+    @abstractmethod
+    def project(self, raw: Any, previous: BaseModel) -> tuple[BaseModel, list[Change]]:
+        """Force ``raw`` (any JSON value) into the legal space; return it and the edits made."""
+
+    # -- data and scoring ---------------------------------------------------------------------
+    @abstractmethod
+    def sample(self, proposal: BaseModel, n: int, seed: int) -> list[Task]:
+        """``n`` training tasks drawn from ``proposal``; identical for identical arguments."""
+
+    @abstractmethod
+    def score(self, task: Task, completion: Completion) -> tuple[float, dict[str, Any]]:
+        """Reward of one completion and a JSON-able verdict (per-check results etc.)."""
+
+    @abstractmethod
+    def evaluate(self, policy: Policy, *, seed: int = 0) -> EvalReport:
+        """Evaluate ``policy`` on the testbed's fixed eval suites."""
+
+    # -- state that must survive a resume (e.g. reward EMAs) ----------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        """JSON-able mutable state; empty by default."""
+        return {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore what ``state_dict`` returned."""
+
+    def observe_training_batch(self, completions: Sequence[Completion]) -> None:
+        """Hook called after each scored training batch (e.g. to update a reward EMA)."""

@@ -1,0 +1,57 @@
+"""The trainer interface: learn from one round of tasks, expose a policy, save and restore.
+
+A trainer owns the policy's weights (and optimizer). The controller calls, per round:
+``train_round(tasks, ...)`` → ``policy()`` for evaluation and engineers → ``save(dir)``.
+``load(dir)`` restores a saved round on resume.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+from testbeds.base import Policy, Task, Testbed
+
+LogFn = Callable[[dict[str, Any]], None]
+"""Receives one metrics record (already tagged with its step) per training log event."""
+
+
+class Trainer(ABC):
+    """Base class for learners (GRPO through TRL, or a simulated learner)."""
+
+    name: ClassVar[str]
+
+    def __init__(self, run_config: Any, testbed: Testbed) -> None:
+        self.run_config = run_config
+        self.config = run_config.trainer
+        self.testbed = testbed
+
+    @abstractmethod
+    def setup(self, checkpoint: Path | None) -> None:
+        """Load the starting model, or the state saved in ``checkpoint``."""
+
+    @abstractmethod
+    def train_round(self, tasks: Sequence[Task], *, round_index: int, seed: int,
+                    log: LogFn | None = None) -> dict[str, float]:
+        """Train on this round's tasks; return aggregated metrics."""
+
+    @abstractmethod
+    def policy(self) -> Policy:
+        """The current policy, for evaluation and for engineers that ask it."""
+
+    def base_policy(self) -> Policy:
+        """The frozen starting model (loaded on demand); defaults to the current policy."""
+        return self.policy()
+
+    @abstractmethod
+    def save(self, directory: Path) -> None:
+        """Write everything needed to continue training from here into ``directory``."""
+
+    def run_info(self) -> dict[str, Any]:
+        """Bookkeeping for engineers' context (epochs per round, hyper-parameters)."""
+        return {"trainer": self.name, **self.config.model_dump(mode="json")}
+
+    def close(self) -> None:
+        """Free memory and engines."""

@@ -1,0 +1,154 @@
+"""One generation interface for evaluation and engineers, with two backends.
+
+* ``TransformersPolicy`` — batched ``model.generate`` with left padding (CPU, or GPU without vLLM).
+* ``VLLMPolicy`` — a vLLM engine over a saved checkpoint (GPU, when vllm is installed).
+
+Both implement the ``testbeds.base.Policy`` protocol: ``generate(tasks) -> [Completion]``, one
+completion per task, in order, with token counts from the policy's own tokenizer.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from testbeds.base import Completion, Task
+
+
+class GenerationConfig(BaseModel):
+    """Sampling settings for evaluation and engineer calls."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    backend: Literal["auto", "transformers", "vllm"] = "auto"
+    """``auto`` uses vLLM when it is installed and a GPU is present, else transformers."""
+    max_new_tokens: int = Field(256, ge=1, le=131_072)
+    """Completion budget for eval answers."""
+    engineer_max_new_tokens: int = Field(512, ge=1, le=131_072)
+    """Completion budget for an engineer's reasoning plus its JSON proposal."""
+    temperature: float = Field(0.0, ge=0.0, le=5.0)
+    """0 means greedy decoding (the deterministic eval default)."""
+    top_p: float = Field(1.0, gt=0.0, le=1.0)
+    """Nucleus sampling mass (ignored when greedy)."""
+    batch_size: int = Field(16, ge=1)
+    """Prompts per forward batch in the transformers backend."""
+    vllm_gpu_memory_utilization: float = Field(0.3, gt=0.0, le=1.0)
+    """Share of GPU memory the vLLM engine may take."""
+
+
+def vllm_available() -> bool:
+    """vLLM is importable and a CUDA device is visible."""
+    if importlib.util.find_spec("vllm") is None:
+        return False
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def choose_backend(config: GenerationConfig) -> str:
+    if config.backend == "auto":
+        return "vllm" if vllm_available() else "transformers"
+    if config.backend == "vllm" and not vllm_available():
+        raise RuntimeError("generation.backend=vllm, but vllm is not installed or no GPU is visible "
+                           "(install the 'gpu' extra on a GPU machine, or use backend=transformers)")
+    return config.backend
+
+
+ProgressFn = Callable[[int], None]
+"""Called with the number of completions just finished (drives rich progress bars)."""
+
+
+class TransformersPolicy:
+    """Batched generation with a transformers causal LM."""
+
+    def __init__(self, model: Any, tokenizer: Any, config: GenerationConfig,
+                 progress: ProgressFn | None = None) -> None:
+        self.model = model
+        self.tokenizer = tokenizer
+        self.config = config
+        self.progress = progress
+
+    def generate(self, tasks: Sequence[Task], *, max_new_tokens: int | None = None,
+                 temperature: float | None = None, seed: int = 0) -> list[Completion]:
+        import torch
+
+        max_new = max_new_tokens or self.config.max_new_tokens
+        temp = self.config.temperature if temperature is None else temperature
+        texts = [self._render(task) for task in tasks]
+        # Longest prompts first: batches then hold similar lengths and waste less padding.
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        out: list[Completion | None] = [None] * len(texts)
+        pad_side = self.tokenizer.padding_side
+        self.tokenizer.padding_side = "left"  # decoder-only models continue from the right edge
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            for start in range(0, len(order), self.config.batch_size):
+                idx = order[start:start + self.config.batch_size]
+                batch = self.tokenizer([texts[i] for i in idx], return_tensors="pt",
+                                       padding=True, add_special_tokens=False)
+                batch = {k: v.to(self.model.device) for k, v in batch.items()}
+                torch.manual_seed(seed + start)
+                with torch.no_grad():
+                    generated = self.model.generate(
+                        **batch, max_new_tokens=max_new, do_sample=temp > 0,
+                        temperature=temp if temp > 0 else None,
+                        top_p=self.config.top_p if temp > 0 else None,
+                        pad_token_id=self.tokenizer.pad_token_id,
+                    )  # (B, T_prompt + T_new)
+                new_tokens = generated[:, batch["input_ids"].shape[1]:]  # (B, T_new)
+                for row, i in enumerate(idx):
+                    ids = new_tokens[row].tolist()
+                    ids = _strip_after_eos(ids, self.tokenizer.eos_token_id, self.tokenizer.pad_token_id)
+                    text = self.tokenizer.decode(ids, skip_special_tokens=True)
+                    out[i] = Completion(text=text, num_tokens=len(ids))
+                if self.progress:
+                    self.progress(len(idx))
+        finally:
+            self.tokenizer.padding_side = pad_side
+            self.model.train(was_training)
+        return [c for c in out if c is not None]
+
+    def _render(self, task: Task) -> str:
+        return render_chat(self.tokenizer, task.messages)
+
+
+def render_chat(tokenizer: Any, messages: list[dict[str, str]]) -> str:
+    """Chat template with the generation prompt; plain concatenation for template-less tokenizers."""
+    if getattr(tokenizer, "chat_template", None):
+        return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    return "\n".join(m["content"] for m in messages) + "\n"
+
+
+def _strip_after_eos(ids: list[int], eos: int | None, pad: int | None) -> list[int]:
+    """Cut at the first EOS (inclusive of nothing after it) and drop right padding."""
+    for pos, tok in enumerate(ids):
+        if tok == eos:
+            return ids[:pos + 1]
+    while ids and pad is not None and ids[-1] == pad and pad != eos:
+        ids = ids[:-1]
+    return ids
+
+
+class VLLMPolicy:
+    """Generation with a vLLM engine loaded from a checkpoint directory."""
+
+    def __init__(self, model_path: str, config: GenerationConfig) -> None:
+        from vllm import LLM  # optional dependency: the 'gpu' extra
+
+        self.config = config
+        self.llm = LLM(model=model_path, gpu_memory_utilization=config.vllm_gpu_memory_utilization)
+        self.tokenizer = self.llm.get_tokenizer()
+
+    def generate(self, tasks: Sequence[Task], *, max_new_tokens: int | None = None,
+                 temperature: float | None = None, seed: int = 0) -> list[Completion]:
+        from vllm import SamplingParams
+
+        temp = self.config.temperature if temperature is None else temperature
+        params = SamplingParams(max_tokens=max_new_tokens or self.config.max_new_tokens,
+                                temperature=temp, top_p=self.config.top_p if temp > 0 else 1.0, seed=seed)
+        outputs = self.llm.chat([t.messages for t in tasks], params, use_tqdm=False)
+        return [Completion(text=o.outputs[0].text, num_tokens=len(o.outputs[0].token_ids)) for o in outputs]

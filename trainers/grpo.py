@@ -1,0 +1,298 @@
+"""GRPO through TRL's ``GRPOTrainer``: the learner of every round.
+
+Objective (TRL's GRPO, per prompt group of G samples):
+    A_i = (r_i - mean(r_1..G)) / std(r_1..G)             # group-relative advantage
+    L = -mean_t[ min(rho_t A_i, clip(rho_t, 1-eps, 1+eps) A_i) ] + beta * KL_k3(pi || pi_ref)
+with rho_t the token-level probability ratio and KL_k3 the low-variance estimator
+exp(q-p) - (q-p) - 1 added directly to the loss (as in the paper's set-up).
+
+We do not re-implement any of it. This adapter only:
+* keeps one model (and, if configured, one AdamW state) alive across rounds, so every round
+  continues from the previous round's weights;
+* turns a round's ``Task``s into a dataset and the testbed's ``score`` into a reward function;
+* pins the KL reference to the *starting* model for the whole run (TRL would otherwise load
+  the reference from wherever the current weights were last loaded from);
+* saves and restores weights and optimizer state per round.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from curriculum.config import PluginConfig
+from testbeds.base import Completion, Policy, Task, Testbed
+from trainers.base import LogFn, Trainer
+from trainers.generation import TransformersPolicy, VLLMPolicy, choose_backend
+from trainers.models import load_model, resolve_model_path
+
+
+class GRPOConfig(PluginConfig):
+    """GRPO hyper-parameters (mapped onto ``trl.GRPOConfig``)."""
+
+    name: Literal["grpo"] = "grpo"
+    """Selects this trainer."""
+    learning_rate: float = Field(2e-6, gt=0.0, le=1.0)
+    """AdamW learning rate (constant schedule; the paper uses 2e-6)."""
+    weight_decay: float = Field(0.0, ge=0.0)
+    """AdamW weight decay."""
+    prompts_per_step: int = Field(128, ge=1)
+    """Distinct prompts per optimizer update (the paper: 128)."""
+    num_generations: int = Field(8, ge=2)
+    """Samples per prompt, the GRPO group size G (the paper: 8)."""
+    gradient_accumulation_steps: int = Field(1, ge=1)
+    """Micro-batches per update; the per-device batch is prompts_per_step*G divided by this."""
+    epochs_per_round: float = Field(3.0, gt=0.0)
+    """Passes over the round's tasks (the paper: 3)."""
+    max_steps_per_round: int | None = Field(None, ge=1)
+    """Cap on optimizer updates per round (overrides epochs; for CPU demos)."""
+    beta: float = Field(0.001, ge=0.0)
+    """KL coefficient of the low-variance (k3) KL to the starting model; 0 disables it."""
+    epsilon: float = Field(0.2, gt=0.0, lt=1.0)
+    """PPO-style clipping range of the probability ratio."""
+    loss_type: Literal["grpo", "dapo", "dr_grpo", "bnpo"] = "grpo"
+    """TRL loss aggregation."""
+    scale_rewards: Literal["group", "batch", "none"] = "group"
+    """Advantage normalisation: divide by the group's std (GRPO), the batch's, or not at all."""
+    max_completion_length: int = Field(4096, ge=1)
+    """Completion budget during training."""
+    temperature: float = Field(1.0, gt=0.0, le=5.0)
+    """Sampling temperature for training rollouts."""
+    keep_optimizer_state: bool = True
+    """Carry AdamW moments from round to round (and through resume)."""
+    gradient_checkpointing: bool = False
+    """Trade compute for memory on large models."""
+    bf16: bool = False
+    """Train in bfloat16 mixed precision (GPUs)."""
+    use_vllm: bool | Literal["auto"] = "auto"
+    """Generate rollouts with vLLM: ``auto`` when installed and a GPU is present."""
+    vllm_mode: Literal["colocate", "server"] = "colocate"
+    """``colocate``: vLLM shares the training GPUs; ``server``: a separate ``trl vllm-serve``."""
+    vllm_server_host: str = "127.0.0.1"
+    """Host of the ``trl vllm-serve`` server (server mode)."""
+    vllm_server_port: int = Field(8000, ge=1, le=65535)
+    """Port of the ``trl vllm-serve`` server (server mode)."""
+    vllm_gpu_memory_utilization: float = Field(0.3, gt=0.0, le=1.0)
+    """GPU memory share of the colocated vLLM engine."""
+    report_to: list[Literal["tensorboard", "wandb", "trackio"]] = Field(default_factory=list)
+    """Extra metric sinks through TRL (metrics always go to the run's metrics.jsonl)."""
+    logging_steps: int = Field(1, ge=1)
+    """Log every N optimizer steps."""
+    torch_threads: int | None = Field(None, ge=1)
+    """CPU threads for torch (default: all cores)."""
+    warmstart_steps: int = Field(0, ge=0)
+    """Supervised steps on optimal answers before round 0 (0: start from the base model)."""
+
+    @model_validator(mode="after")
+    def _batch_divides(self) -> GRPOConfig:
+        completions = self.prompts_per_step * self.num_generations
+        if completions % self.gradient_accumulation_steps:
+            raise ValueError(
+                f"prompts_per_step*num_generations ({completions}) must be divisible by "
+                f"gradient_accumulation_steps ({self.gradient_accumulation_steps})"
+            )
+        return self
+
+
+def _completion_text(completion: Any) -> str:
+    """TRL passes conversational completions as message lists, plain ones as strings."""
+    if isinstance(completion, list):
+        return "".join(m.get("content", "") for m in completion if isinstance(m, dict))
+    return str(completion)
+
+
+class GRPOTrainerAdapter(Trainer):
+    """Runs one ``trl.GRPOTrainer`` per round over a model that persists across rounds."""
+
+    name = "grpo"
+
+    def __init__(self, run_config: Any, testbed: Testbed) -> None:
+        super().__init__(run_config, testbed)
+        self.model = None
+        self.tokenizer = None
+        self.optimizer = None
+        self._base_policy: Policy | None = None
+        self.start_path = resolve_model_path(run_config.model.name_or_path)
+
+    # -- lifecycle --------------------------------------------------------------------------------
+    def setup(self, checkpoint: Path | None) -> None:
+        import torch
+
+        torch.set_num_threads(self.config.torch_threads or os.cpu_count() or 1)
+        model_dir = checkpoint / "model" if checkpoint is not None else None
+        self.model, self.tokenizer = load_model(self.run_config.model,
+                                                str(model_dir) if model_dir else None)
+        if self.run_config.model.lora is not None:
+            self.model = self._wrap_lora(self.model, model_dir)
+        # Keep the KL reference at the starting model, whatever checkpoint we resumed from.
+        self.model.config._name_or_path = self.start_path
+        if self.config.keep_optimizer_state:
+            self.optimizer = torch.optim.AdamW(
+                [p for p in self.model.parameters() if p.requires_grad],
+                lr=self.config.learning_rate, weight_decay=self.config.weight_decay,
+            )
+            state = checkpoint / "optimizer.pt" if checkpoint is not None else None
+            if state is not None and state.is_file():
+                self.optimizer.load_state_dict(torch.load(state, weights_only=True))
+
+    def _wrap_lora(self, model: Any, adapter_dir: Path | None) -> Any:
+        from peft import LoraConfig, PeftModel, get_peft_model
+
+        lora = self.run_config.model.lora
+        if adapter_dir is not None and (adapter_dir / "adapter_config.json").is_file():
+            return PeftModel.from_pretrained(model, adapter_dir, is_trainable=True)
+        return get_peft_model(model, LoraConfig(r=lora.r, lora_alpha=lora.alpha, lora_dropout=lora.dropout,
+                                                target_modules=lora.target_modules, task_type="CAUSAL_LM"))
+
+    def save(self, directory: Path) -> None:
+        import torch
+
+        directory.mkdir(parents=True, exist_ok=True)
+        self.model.save_pretrained(directory / "model", safe_serialization=True)
+        self.tokenizer.save_pretrained(directory / "model")
+        if self.optimizer is not None:
+            torch.save(self.optimizer.state_dict(), directory / "optimizer.pt")
+
+    # -- training ---------------------------------------------------------------------------------
+    def _use_vllm(self) -> bool:
+        if self.config.use_vllm == "auto":
+            from trainers.generation import vllm_available
+
+            return vllm_available()
+        return bool(self.config.use_vllm)
+
+    def _trl_args(self, output_dir: Path, num_tasks: int, seed: int):
+        from trl import GRPOConfig as TRLConfig
+
+        cfg = self.config
+        import torch.distributed as dist
+
+        world = dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
+        per_device = cfg.prompts_per_step * cfg.num_generations // (cfg.gradient_accumulation_steps * world)
+        steps = cfg.max_steps_per_round
+        if steps is None:
+            steps = max(1, math.ceil(num_tasks * cfg.epochs_per_round / cfg.prompts_per_step))
+        return TRLConfig(
+            output_dir=str(output_dir),
+            learning_rate=cfg.learning_rate,
+            lr_scheduler_type="constant",
+            weight_decay=cfg.weight_decay,
+            per_device_train_batch_size=max(per_device, 1),
+            gradient_accumulation_steps=cfg.gradient_accumulation_steps,
+            num_generations=cfg.num_generations,
+            max_steps=steps,
+            beta=cfg.beta,
+            epsilon=cfg.epsilon,
+            loss_type=cfg.loss_type,
+            scale_rewards=cfg.scale_rewards,
+            max_completion_length=cfg.max_completion_length,
+            temperature=cfg.temperature,
+            gradient_checkpointing=cfg.gradient_checkpointing,
+            bf16=cfg.bf16,
+            use_cpu=not _cuda(),
+            use_vllm=self._use_vllm(),
+            vllm_mode=cfg.vllm_mode,
+            vllm_server_host=cfg.vllm_server_host,
+            vllm_server_port=cfg.vllm_server_port,
+            vllm_gpu_memory_utilization=cfg.vllm_gpu_memory_utilization,
+            report_to=list(cfg.report_to) or "none",
+            logging_steps=cfg.logging_steps,
+            save_strategy="no",
+            seed=seed,
+            data_seed=seed,
+            disable_tqdm=True,
+        )
+
+    def train_round(self, tasks: Sequence[Task], *, round_index: int, seed: int,
+                    log: LogFn | None = None) -> dict[str, float]:
+        from datasets import Dataset
+        from transformers import TrainerCallback
+        from trl import GRPOTrainer
+
+        by_index = list(tasks)
+        dataset = Dataset.from_list([{"prompt": t.messages, "task_index": i} for i, t in enumerate(by_index)])
+        scored: list[dict[str, Any]] = []
+        testbed = self.testbed
+
+        def reward(prompts: list, completions: list, completion_ids: list, task_index: list[int],
+                   **_: Any) -> list[float]:
+            batch = [Completion(text=_completion_text(c), num_tokens=len(ids))
+                     for c, ids in zip(completions, completion_ids, strict=True)]
+            rewards = []
+            for idx, completion in zip(task_index, batch, strict=True):
+                value, verdict = testbed.score(by_index[idx], completion)
+                rewards.append(value)
+                scored.append({"reward": value, "valid": float(bool(verdict.get("valid", False))),
+                               "tokens": completion.num_tokens})
+            testbed.observe_training_batch(batch)
+            return rewards
+
+        reward.__name__ = f"{testbed.name}_reward"
+
+        class _Forward(TrainerCallback):
+            def on_log(self, args, state, control, logs=None, **kwargs):
+                if log is not None and logs:
+                    log({"round": round_index, "step": state.global_step, **logs})
+
+        output_dir = Path(self.run_config.output_dir) / ".trl_scratch"
+        trainer = GRPOTrainer(
+            model=self.model,
+            reward_funcs=[reward],
+            args=self._trl_args(output_dir, len(by_index), seed),
+            train_dataset=dataset,
+            processing_class=self.tokenizer,
+            callbacks=[_Forward()],
+            optimizers=(self.optimizer, _constant_schedule(self.optimizer)) if self.optimizer else (None, None),
+        )
+        result = trainer.train()
+        # TRL may have wrapped the model; keep the plain module for the next round.
+        self.model = trainer.accelerator.unwrap_model(trainer.model)
+        n = max(len(scored), 1)
+        return {
+            "train/steps": float(trainer.state.global_step),
+            "train/loss": float(result.training_loss),
+            "train/mean_reward": sum(s["reward"] for s in scored) / n,
+            "train/valid_rate": sum(s["valid"] for s in scored) / n,
+            "train/mean_tokens": sum(s["tokens"] for s in scored) / n,
+            "train/completions": float(len(scored)),
+            "train/seconds": float(result.metrics.get("train_runtime", 0.0)),
+        }
+
+    # -- generation -------------------------------------------------------------------------------
+    def policy(self) -> Policy:
+        gen = self.run_config.generation
+        if choose_backend(gen) == "vllm":
+            return VLLMPolicy(self._export_for_vllm(), gen)
+        return TransformersPolicy(self.model, self.tokenizer, gen)
+
+    def base_policy(self) -> Policy:
+        if self._base_policy is None:
+            model, tokenizer = load_model(self.run_config.model)
+            self._base_policy = TransformersPolicy(model, tokenizer, self.run_config.generation)
+        return self._base_policy
+
+    def _export_for_vllm(self) -> str:
+        path = Path(self.run_config.output_dir) / ".vllm_export"
+        self.model.save_pretrained(path, safe_serialization=True)
+        self.tokenizer.save_pretrained(path)
+        return str(path)
+
+    def run_info(self) -> dict[str, Any]:
+        return {"trainer": "grpo", "algorithm": "GRPO (TRL)", **self.config.model_dump(mode="json")}
+
+
+def _constant_schedule(optimizer: Any):
+    import torch
+
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda _: 1.0)
+
+
+def _cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
