@@ -153,6 +153,10 @@ def _mount_subapps() -> None:
     for name, module in (("mapf", "curriculum.cli_mapf"), ("sandbox", "curriculum.cli_sandbox")):
         if importlib.util.find_spec(module) is not None:
             app.add_typer(importlib.import_module(module).app, name=name)
+    # Top-level commands that live next to their library code (compare, report).
+    for module in ("curriculum.cli_bench",):
+        if importlib.util.find_spec(module) is not None:
+            importlib.import_module(module).register(app)
 
 
 _mount_subapps()
