@@ -1,0 +1,555 @@
+"""The sandboxed worker: a zygote that forks one child per environment instance.
+
+This file runs *inside* the sandbox (under bubblewrap, as an unprivileged uid) with the
+interpreter flags ``-I -S -B``, so it imports nothing but the standard library. The host
+imports it too, for the frame codec (``write_frame`` / ``read_frame``) it shares.
+
+Life of a worker:
+
+1. Read the ``init`` frame (limits, allowlist, prelude) from the request pipe.
+2. Harden itself: non-dumpable, rlimits (no core, file size, open files, processes),
+   pre-import the allowed modules and run the trusted prelude, then load the seccomp filter
+   (which also sets no-new-privileges). Answer with a report of what is in force.
+3. Serve requests. ``load`` forks a child that compiles the program, instantiates the
+   environment class and serves ``reset`` / ``step`` / ``call`` over its own pipes; the
+   zygote relays each request with a deadline, kills the child when the deadline passes, and
+   after every instance kills every other process left in the sandbox (daemons included).
+
+Frames are a 4-byte big-endian length followed by UTF-8 JSON. The program's own prints go to
+a bounded in-memory buffer and its raw fd 1/2 to ``/dev/null``, so nothing it writes can
+reach the protocol pipes.
+"""
+
+from __future__ import annotations
+
+import builtins
+import io
+import json
+import os
+import select
+import signal
+import struct
+import sys
+import time
+import traceback
+
+HEADER = struct.Struct(">I")
+ENV_MODULE = "__env__"
+FATAL_SIGNAL_NAMES = {s.value: s.name for s in signal.Signals}
+
+
+# --------------------------------------------------------------------------- frame codec
+class FrameError(Exception):
+    """The peer closed the pipe, sent an oversized frame, or missed the deadline."""
+
+    def __init__(self, reason: str, detail: str = "") -> None:
+        super().__init__(f"{reason}: {detail}" if detail else reason)
+        self.reason = reason  # "eof", "too_large", "timeout"
+        self.detail = detail
+
+
+def write_frame(fd: int, payload: bytes) -> None:
+    """Write one length-prefixed frame, looping over partial writes."""
+    view = memoryview(HEADER.pack(len(payload)) + payload)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def _read_exact(fd: int, n: int, deadline: float | None) -> bytes:
+    chunks, remaining = [], n
+    while remaining:
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                raise FrameError("timeout")
+        chunk = os.read(fd, min(remaining, 1 << 20))
+        if not chunk:
+            raise FrameError("eof")
+        chunks.append(chunk)
+        remaining -= len(chunk)
+    return b"".join(chunks)
+
+
+def read_frame(fd: int, max_bytes: int, deadline: float | None = None) -> bytes:
+    """Read one frame; ``deadline`` is a ``time.monotonic()`` instant or None (wait forever)."""
+    (size,) = HEADER.unpack(_read_exact(fd, HEADER.size, deadline))
+    if size > max_bytes:
+        raise FrameError("too_large", f"reply of {size} bytes exceeds the {max_bytes}-byte limit")
+    return _read_exact(fd, size, deadline)
+
+
+def send(fd: int, message: dict) -> None:
+    """Encode ``message`` as JSON and write it as one frame."""
+    write_frame(fd, json.dumps(message).encode())
+
+
+def error(kind: str, detail: str, **extra) -> dict:
+    """A failed reply: ``{"ok": False, "error": {"kind": ..., "detail": ..., ...}}``."""
+    return {"ok": False, "error": {"kind": kind, "detail": detail, **extra}}
+
+
+# --------------------------------------------------------------------------- seccomp
+SCMP_ACT_ALLOW = 0x7FFF0000
+SCMP_CMP_NE, SCMP_CMP_MASKED_EQ = 1, 7
+CLONE_NAMESPACE_FLAGS = (0x00000080, 0x00020000, 0x02000000, 0x04000000, 0x08000000,
+                         0x10000000, 0x20000000, 0x40000000)
+DENIED_SYSCALLS = (
+    "ptrace", "process_vm_readv", "process_vm_writev", "kcmp",
+    "mount", "umount2", "unshare", "setns", "pivot_root", "chroot",
+    "open_tree", "move_mount", "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr",
+    "open_by_handle_at", "name_to_handle_at",
+    "kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module",
+    "bpf", "perf_event_open", "userfaultfd", "keyctl", "add_key", "request_key",
+    "io_uring_setup", "io_uring_enter", "io_uring_register",
+    "pidfd_open", "pidfd_send_signal", "pidfd_getfd",
+    "swapon", "swapoff", "reboot", "acct", "quotactl", "syslog", "vhangup",
+    "settimeofday", "clock_settime", "clock_adjtime", "adjtimex",
+    "sethostname", "setdomainname", "iopl", "ioperm", "personality",
+)
+
+
+def install_seccomp(protected_pid: int) -> str:
+    """Load a deny-list seccomp filter (EPERM) via libseccomp; return a one-line summary.
+
+    Besides the listed syscalls it refuses: ``clone`` with any namespace flag (``clone3``
+    answers ENOSYS so libc falls back to ``clone``), sockets other than AF_UNIX, and any
+    signal aimed at every process (``kill(-1)``) or at the zygote ``protected_pid``.
+    libseccomp sets no-new-privileges before loading the filter.
+    """
+    import ctypes
+
+    lib = ctypes.CDLL("libseccomp.so.2", use_errno=True)
+
+    class ArgCmp(ctypes.Structure):
+        _fields_ = [("arg", ctypes.c_uint), ("op", ctypes.c_int),
+                    ("datum_a", ctypes.c_uint64), ("datum_b", ctypes.c_uint64)]
+
+    lib.seccomp_init.restype = ctypes.c_void_p
+    lib.seccomp_init.argtypes = [ctypes.c_uint32]
+    lib.seccomp_rule_add_array.argtypes = [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_int,
+                                           ctypes.c_uint, ctypes.POINTER(ArgCmp)]
+    lib.seccomp_syscall_resolve_name.argtypes = [ctypes.c_char_p]
+    lib.seccomp_load.argtypes = [ctypes.c_void_p]
+    lib.seccomp_release.argtypes = [ctypes.c_void_p]
+    eperm, enosys = 0x00050000 | 1, 0x00050000 | 38
+
+    ctx = lib.seccomp_init(SCMP_ACT_ALLOW)
+    if not ctx:
+        raise OSError("seccomp_init failed")
+    rules = 0
+
+    def rule(action: int, name: str, *conditions: tuple[int, int, int, int]) -> None:
+        nonlocal rules
+        number = lib.seccomp_syscall_resolve_name(name.encode())
+        if number < 0:
+            return  # not on this architecture / libseccomp version
+        array = (ArgCmp * max(1, len(conditions)))(*[ArgCmp(*c) for c in conditions])
+        rc = lib.seccomp_rule_add_array(ctx, action, number, len(conditions), array)
+        if rc != 0:
+            raise OSError(-rc, f"seccomp_rule_add({name}) failed")
+        rules += 1
+
+    for name in DENIED_SYSCALLS:
+        rule(eperm, name)
+    rule(enosys, "clone3")
+    for flag in CLONE_NAMESPACE_FLAGS:
+        rule(eperm, "clone", (0, SCMP_CMP_MASKED_EQ, flag, flag))
+    rule(eperm, "socket", (0, SCMP_CMP_NE, 1, 0))  # only AF_UNIX
+    mask = 0xFFFFFFFF
+    for target in (-1, protected_pid, -protected_pid):
+        rule(eperm, "kill", (0, SCMP_CMP_MASKED_EQ, mask, target & mask))
+    for name in ("tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo"):
+        rule(eperm, name, (0, SCMP_CMP_MASKED_EQ, mask, protected_pid & mask))
+        rule(eperm, name, (0, SCMP_CMP_MASKED_EQ, mask, -1 & mask))
+    rc = lib.seccomp_load(ctx)
+    lib.seccomp_release(ctx)
+    if rc != 0:
+        raise OSError(-rc, "seccomp_load failed")
+    return f"{rules} deny rules"
+
+
+# --------------------------------------------------------------------------- limits
+def set_limit(name: str, value: int) -> None:
+    """Set soft and hard limit ``name`` (e.g. "RLIMIT_NOFILE") to ``value``."""
+    import resource
+
+    resource.setrlimit(getattr(resource, name), (value, value))
+
+
+def status_field(field: str) -> str:
+    """A field of /proc/self/status (e.g. "NoNewPrivs", "Seccomp"), or "" if absent."""
+    with open("/proc/self/status") as handle:
+        for line in handle:
+            if line.startswith(field + ":"):
+                return line.split(":", 1)[1].strip()
+    return ""
+
+
+# --------------------------------------------------------------------------- the child
+class ForbiddenImport(ImportError):
+    """Raised inside the environment program for a module outside the allowlist."""
+
+
+class CappedText(io.TextIOBase):
+    """A write-only text stream that keeps the first ``limit`` characters it is given."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit, self.parts, self.size, self.dropped = limit, [], 0, 0
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        room = self.limit - self.size
+        if room > 0:
+            self.parts.append(text[:room])
+            self.size += min(room, len(text))
+        self.dropped += max(0, len(text) - max(room, 0))
+        return len(text)
+
+    def take(self) -> str:
+        """Return and clear what was kept, with a marker if anything was dropped."""
+        text = "".join(self.parts)
+        if self.dropped:
+            text += f"\n[... {self.dropped} characters of output dropped]"
+        self.parts, self.size, self.dropped = [], 0, 0
+        return text
+
+
+def describe_exception(exc: BaseException, limit: int) -> dict:
+    """Map an exception raised by the program to a structured failure."""
+    if isinstance(exc, ForbiddenImport):
+        return error("forbidden_import", str(exc))
+    if isinstance(exc, SyntaxError):
+        return error("syntax_error", f"{exc.msg} (line {exc.lineno})", line=exc.lineno)
+    text = "".join(traceback.format_exception(exc))[-limit:]
+    if isinstance(exc, MemoryError):
+        return error("memory_limit", "MemoryError raised in the environment", traceback=text)
+    return error("exception", f"{type(exc).__name__}: {exc}"[:2000], traceback=text)
+
+
+def make_env_builtins(settings: dict) -> dict:
+    """The builtins the program sees: no open/input/breakpoint, imports through the allowlist."""
+    allowed = frozenset(settings["allowed_modules"])
+    enforce = settings["enforce_import_allowlist"]
+    real_import = builtins.__import__
+
+    def guarded_import(name, globals=None, locals=None, fromlist=(), level=0):
+        if enforce and (level != 0 or name.partition(".")[0] not in allowed):
+            raise ForbiddenImport(f"import of {name!r} is not allowed in environment code")
+        return real_import(name, globals, locals, fromlist, level)
+
+    env_builtins = dict(builtins.__dict__)
+    env_builtins["__import__"] = guarded_import
+    if enforce:
+        for name in ("open", "input", "breakpoint", "help", "exit", "quit"):
+            env_builtins.pop(name, None)
+    return env_builtins
+
+
+def find_env_class(namespace: dict, class_name: str | None):
+    """The class named ``class_name``, else the single class defined here whose name ends in Env."""
+    if class_name:
+        found = namespace.get(class_name)
+        if not isinstance(found, type):
+            raise LookupError(f"no class named {class_name!r} in the program")
+        return found
+    candidates = [v for k, v in namespace.items() if isinstance(v, type) and k.endswith("Env")
+                  and getattr(v, "__module__", None) == ENV_MODULE]
+    if len(candidates) != 1:
+        names = sorted(c.__name__ for c in candidates)
+        raise LookupError(f"expected exactly one class whose name ends in 'Env', found {names}")
+    return candidates[0]
+
+
+def to_jsonable(value):
+    """Tuples to lists, recursively enough for json; anything else is left to json.dumps."""
+    return list(value) if isinstance(value, tuple) else value
+
+
+def child_main(request: dict, settings: dict, prelude: dict, rfd: int, wfd: int) -> None:
+    """Body of a forked instance: build the environment, then serve calls until EOF."""
+    os.setsid()
+    null = os.open("/dev/null", os.O_RDWR)
+    os.dup2(null, 1)
+    os.dup2(null, 2)
+    os.close(null)
+    set_limit("RLIMIT_AS", settings["memory_mb"] << 20)
+    set_limit("RLIMIT_CPU", settings["instance_cpu_s"])
+    captured = CappedText(settings["max_output_chars"])
+    sys.stdout = sys.stderr = captured
+    tb_limit = settings["max_traceback_chars"]
+
+    def reply(message: dict) -> None:
+        message["output"] = captured.take()
+        try:
+            payload = json.dumps(message, default=_refuse).encode()
+        except (TypeError, ValueError, RecursionError) as exc:
+            payload = json.dumps(error("bad_return", f"result is not JSON-serialisable: {exc}"[:2000])
+                                 | {"output": message["output"]}).encode()
+        write_frame(wfd, payload)
+
+    try:
+        namespace = dict(prelude)
+        namespace.update(__name__=ENV_MODULE, __builtins__=make_env_builtins(settings))
+        code = compile(request["source"], "<environment>", "exec")
+        exec(code, namespace)
+        env = find_env_class(namespace, request.get("class_name"))()
+    except LookupError as exc:
+        reply(error("bad_program", str(exc)))
+        return
+    except BaseException as exc:  # noqa: BLE001 - everything the program raises is reported
+        reply(describe_exception(exc, tb_limit))
+        return
+    reply({"ok": True, "value": type(env).__name__})
+
+    while True:
+        try:
+            message = json.loads(read_frame(rfd, settings["max_request_bytes"]))
+        except FrameError:
+            return
+        try:
+            op = message["op"]
+            if op == "reset":
+                value = env.reset(seed=message.get("seed"))
+            elif op == "step":
+                value = env.step(message["action"])
+            elif op == "call":
+                method = message["method"]
+                if method.startswith("_"):
+                    reply(error("bad_call", f"method {method!r} is private"))
+                    continue
+                value = getattr(env, method)(*message.get("args", []))
+            else:
+                reply(error("bad_call", f"unknown op {op!r}"))
+                continue
+        except BaseException as exc:  # noqa: BLE001
+            reply(describe_exception(exc, tb_limit))
+            continue
+        reply({"ok": True, "value": to_jsonable(value)})
+
+
+def _refuse(value):
+    raise TypeError(f"object of type {type(value).__name__} is not JSON serialisable")
+
+
+# --------------------------------------------------------------------------- the zygote
+class Zygote:
+    """Forks instances, relays their calls with deadlines, and cleans up after them."""
+
+    def __init__(self, rfd: int, wfd: int, settings: dict, prelude: dict) -> None:
+        self.rfd, self.wfd, self.settings, self.prelude = rfd, wfd, settings, prelude
+        self.child_pid: int | None = None
+        self.to_child = self.from_child = -1
+
+    def serve(self) -> None:
+        """Answer requests from the host until it closes the pipe."""
+        while True:
+            try:
+                message = json.loads(read_frame(self.rfd, self.settings["max_request_bytes"]))
+            except FrameError:
+                self.end_instance()
+                return
+            op = message.get("op")
+            if op == "load":
+                self.end_instance()
+                self.reply_raw(self.start_instance(message))
+            elif op in ("reset", "step", "call"):
+                self.reply_raw(self.relay(message))
+            elif op == "close":
+                killed = self.end_instance()
+                send(self.wfd, {"ok": True, "value": {"killed": killed}})
+            elif op == "ping":
+                send(self.wfd, {"ok": True, "value": "pong"})
+            else:
+                send(self.wfd, error("bad_call", f"unknown op {op!r}"))
+
+    def reply_raw(self, payload: bytes) -> None:
+        write_frame(self.wfd, payload)
+
+    def start_instance(self, message: dict) -> bytes:
+        """Fork a child for a new environment and relay its load reply."""
+        host_r, child_w = os.pipe()
+        child_r, host_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            for fd in (self.rfd, self.wfd, host_r, host_w):
+                os.close(fd)
+            code = 0
+            try:
+                child_main(message, self.settings, self.prelude, child_r, child_w)
+            except BaseException:  # noqa: BLE001 - the child must never return into the zygote
+                code = 70
+            os._exit(code)
+        os.close(child_r)
+        os.close(child_w)
+        self.child_pid, self.to_child, self.from_child = pid, host_w, host_r
+        return self.await_reply(message["deadline_s"])
+
+    def relay(self, message: dict) -> bytes:
+        """Forward one call to the live child and wait for its answer."""
+        if self.child_pid is None:
+            return json.dumps(error("closed", "no live environment instance")).encode()
+        try:
+            write_frame(self.to_child, json.dumps(message).encode())
+        except OSError:
+            pass  # the child died; await_reply reports how
+        return self.await_reply(message["deadline_s"])
+
+    def await_reply(self, deadline_s: float) -> bytes:
+        """The child's reply frame, or a failure frame after killing the child."""
+        try:
+            return read_frame(self.from_child, self.settings["max_reply_bytes"],
+                              time.monotonic() + deadline_s)
+        except FrameError as exc:
+            if exc.reason == "timeout":
+                failure = error("timeout", f"no answer within the {deadline_s:g}s deadline")
+            elif exc.reason == "too_large":
+                failure = error("bad_return", exc.detail)
+            else:
+                failure = self.death_reason()
+        self.end_instance()
+        return json.dumps(failure).encode()
+
+    def death_reason(self) -> dict:
+        """Why the child closed its pipe: reap it and describe its exit status."""
+        _, status = os.waitpid(self.child_pid, 0)
+        self.child_pid = None
+        if os.WIFSIGNALED(status):
+            number = os.WTERMSIG(status)
+            name = FATAL_SIGNAL_NAMES.get(number, str(number))
+            if number == signal.SIGXCPU:
+                return error("timeout", "CPU-time limit of the instance exceeded", signal=number)
+            return error("crash", f"killed by signal {name}", signal=number)
+        return error("crash", f"exited with status {os.WEXITSTATUS(status)}")
+
+    def end_instance(self) -> int:
+        """Kill the child and every other process in the sandbox; return how many were killed."""
+        for fd in (self.to_child, self.from_child):
+            if fd >= 0:
+                os.close(fd)
+        self.to_child = self.from_child = -1
+        if self.child_pid is not None:
+            try:
+                os.kill(self.child_pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        killed = kill_strays(self.settings["own_pid_namespace"], self.child_pid)
+        self.child_pid = None
+        return killed
+
+
+def list_live_pids() -> list[int]:
+    """Live (non-zombie) processes visible in /proc other than pid 1 and this one."""
+    me, pids = os.getpid(), []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) in (1, me):
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                state = handle.read().rsplit(b")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state not in (b"Z", b"X"):
+            pids.append(int(entry))
+    return pids
+
+
+def kill_strays(own_pid_namespace: bool, child_pid: int | None) -> int:
+    """SIGKILL every other process left in the sandbox and reap our zombies.
+
+    In its own pid namespace (bubblewrap) the zygote sees only sandbox processes, so it kills
+    all of them: double-forked daemons cannot hide. Without one (degraded mode) it can only
+    kill the instance's session.
+    """
+    killed = 0
+    for _ in range(1000):
+        if own_pid_namespace:
+            pids = list_live_pids()
+        else:
+            pids = [] if child_pid is None or not _session_alive(child_pid) else [-child_pid]
+        if not pids:
+            break
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed += 1
+            except (ProcessLookupError, PermissionError):
+                pass
+        _reap()
+        time.sleep(0.0005)
+    _reap()
+    return killed
+
+
+def _session_alive(sid: int) -> bool:
+    try:
+        os.killpg(sid, 0)
+        return True
+    except (ProcessLookupError, PermissionError):
+        return False
+
+
+def _reap() -> None:
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def harden(settings: dict) -> dict:
+    """Apply the zygote-wide layers and return a report of each one."""
+    import ctypes
+
+    report = {"uid": os.getuid(), "gid": os.getgid(), "pid": os.getpid()}
+    ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: /proc/<zygote> stays private
+    limits = {"RLIMIT_CORE": 0, "RLIMIT_FSIZE": settings["max_file_mb"] << 20,
+              "RLIMIT_NOFILE": settings["max_open_files"], "RLIMIT_NPROC": settings["max_processes"]}
+    for name, value in limits.items():
+        set_limit(name, value)
+    report["rlimits"] = limits | {"RLIMIT_AS": settings["memory_mb"] << 20,
+                                  "RLIMIT_CPU": settings["instance_cpu_s"]}
+    if settings["seccomp"]:
+        report["seccomp"] = install_seccomp(os.getpid())
+    report["no_new_privs"] = status_field("NoNewPrivs") == "1"
+    report["seccomp_mode"] = status_field("Seccomp")
+    return report
+
+
+def preload(settings: dict) -> tuple[list[str], dict]:
+    """Import the allowed modules now (children inherit them) and run the trusted prelude."""
+    loaded = []
+    for name in settings["allowed_modules"]:
+        try:
+            __import__(name)
+            loaded.append(name)
+        except ImportError:
+            pass
+    prelude: dict = {"__name__": "__prelude__", "__builtins__": builtins}
+    if settings["prelude_source"]:
+        exec(compile(settings["prelude_source"], "<prelude>", "exec"), prelude)
+    prelude.pop("__builtins__")
+    prelude.pop("__name__")
+    return loaded, prelude
+
+
+def main() -> None:
+    rfd, wfd = int(sys.argv[1]), int(sys.argv[2])
+    settings = json.loads(read_frame(rfd, 1 << 24))["settings"]
+    try:
+        loaded, prelude = preload(settings)
+        report = harden(settings)
+    except BaseException as exc:  # noqa: BLE001 - report start-up failures to the host
+        send(wfd, error("sandbox_unavailable", f"worker start-up failed: {exc!r}"))
+        return
+    report["preloaded"] = loaded
+    send(wfd, {"ok": True, "value": report})
+    Zygote(rfd, wfd, settings, prelude).serve()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,382 @@
+"""The host side: a pool of long-lived sandboxed workers and handles to environment instances.
+
+``SandboxPool.start()`` detects the isolation layers, refuses to run when one is missing
+(unless ``allow_degraded``), mirrors the runtime and starts ``config.workers`` workers.
+``SandboxPool.load(source)`` forks a fresh instance in an idle worker and returns an
+``EnvHandle`` whose ``reset`` / ``step`` / ``call`` validate every answer and raise
+``SandboxFailure`` with a structured ``Failure``. A worker that misses the host's deadline
+(call deadline + grace) or dies is killed as a whole process group and restarted, so no call
+hangs and the pool keeps serving.
+
+Workers are launched from one long-lived launcher thread: bubblewrap's die-with-parent is
+tied to the *thread* that forked it, so a short-lived caller thread must not be the parent.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import select
+import signal
+import subprocess
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from testbeds.sandbox import _worker
+from testbeds.sandbox.config import (Failure, ResetResult, SandboxConfig, SandboxFailure,
+                                     StepResult)
+from testbeds.sandbox.layers import (DoctorReport, LayerStatus, Runtime, degraded_env,
+                                     detect_layers, drop_privileges, minimal_env,
+                                     prepare_runtime, worker_command)
+
+FATAL_KINDS = {"timeout", "crash", "memory_limit"}
+STDERR_KEEP = 16_384
+
+
+def fail(kind: str, detail: str, **extra: Any) -> SandboxFailure:
+    """A ``SandboxFailure`` built from its parts."""
+    return SandboxFailure(Failure(kind=kind, detail=detail, **extra))
+
+
+class Worker:
+    """One sandboxed zygote process and the pipes to it."""
+
+    def __init__(self, index: int, config: SandboxConfig, runtime: Runtime, bwrap: str | None,
+                 launcher: ThreadPoolExecutor, seccomp: bool) -> None:
+        self.index, self.config, self.runtime, self.bwrap = index, config, runtime, bwrap
+        self.launcher, self.seccomp = launcher, seccomp
+        self.proc: subprocess.Popen | None = None
+        self.req_w = self.resp_r = -1
+        self.report: dict = {}
+        self.stderr = bytearray()
+        self.restarts = 0
+
+    # -- life cycle ---------------------------------------------------------------------------
+    def start(self) -> dict:
+        """Launch the worker, send its settings and wait for its ready report."""
+        req_r, self.req_w = os.pipe()
+        self.resp_r, resp_w = os.pipe()
+        command = worker_command(self.config, self.runtime, self.bwrap, (req_r, resp_w))
+        env = minimal_env() if self.bwrap else degraded_env(self.runtime)
+        self.stderr = bytearray()
+        try:
+            self.proc = self.launcher.submit(
+                subprocess.Popen, command, env=env, pass_fds=(req_r, resp_w),
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                start_new_session=True, **drop_privileges(self.config)).result()
+        finally:
+            os.close(req_r)
+            os.close(resp_w)
+        threading.Thread(target=self._drain_stderr, args=(self.proc,), daemon=True).start()
+        os.set_blocking(self.req_w, False)
+        reply = self.request({"op": "init", "settings": self._settings()},
+                             self.config.start_deadline_s)
+        if not reply.get("ok"):
+            self.kill()
+            error = reply["error"]
+            raise fail("sandbox_unavailable", f"worker {self.index} did not start: "
+                       f"{error['detail']}; stderr: {bytes(self.stderr).decode(errors='replace')[-2000:]}")
+        self.report = reply["value"]
+        return self.report
+
+    def _settings(self) -> dict:
+        config = self.config
+        return {
+            "memory_mb": config.memory_mb, "instance_cpu_s": config.instance_cpu_s,
+            "max_processes": config.max_processes, "max_open_files": config.max_open_files,
+            "max_file_mb": config.max_file_mb, "max_output_chars": config.max_output_chars,
+            "max_traceback_chars": config.max_traceback_chars,
+            "max_reply_bytes": config.max_reply_bytes, "max_request_bytes": config.max_request_bytes,
+            "allowed_modules": list(config.allowed_modules),
+            "enforce_import_allowlist": config.enforce_import_allowlist,
+            "prelude_source": config.prelude_source, "seccomp": self.seccomp,
+            "own_pid_namespace": self.bwrap is not None,
+        }
+
+    def _drain_stderr(self, proc: subprocess.Popen) -> None:
+        """Keep the first ``STDERR_KEEP`` bytes of the worker's stderr, discard the rest."""
+        while chunk := proc.stderr.read1(65536):
+            if len(self.stderr) < STDERR_KEEP:
+                self.stderr += chunk[: STDERR_KEEP - len(self.stderr)]
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def kill(self) -> None:
+        """SIGKILL the worker's whole process group (bwrap, its init, zygote, instances)."""
+        if self.proc is not None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait()
+            self.proc = None
+        for fd in (self.req_w, self.resp_r):
+            if fd >= 0:
+                os.close(fd)
+        self.req_w = self.resp_r = -1
+
+    def restart(self) -> None:
+        self.kill()
+        self.restarts += 1
+        self.start()
+
+    # -- calls --------------------------------------------------------------------------------
+    def request(self, message: dict, deadline_s: float) -> dict:
+        """Send one request and return the decoded reply; kill the worker if it is late or dead.
+
+        The worker enforces ``deadline_s`` on the instance itself; the host allows
+        ``supervisor_grace_s`` on top before it gives up on the worker as a whole.
+        """
+        deadline = time.monotonic() + deadline_s + self.config.supervisor_grace_s
+        try:
+            self._write(json.dumps(message).encode(), deadline)
+            payload = _worker.read_frame(self.resp_r, self.config.max_reply_bytes + 65536, deadline)
+        except (_worker.FrameError, OSError) as exc:
+            reason = getattr(exc, "reason", "eof")
+            self.kill()
+            if reason == "timeout":
+                return _worker.error("timeout", f"worker gave no answer within {deadline_s:g}s "
+                                     f"plus {self.config.supervisor_grace_s:g}s grace; worker killed")
+            return _worker.error("crash", f"sandbox worker died ({exc}); worker killed")
+        try:
+            return json.loads(payload)
+        except (ValueError, RecursionError) as exc:
+            return _worker.error("bad_return", f"undecodable reply: {exc}"[:500])
+
+    def _write(self, payload: bytes, deadline: float) -> None:
+        view = memoryview(_worker.HEADER.pack(len(payload)) + payload)
+        while view:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([], [self.req_w], [], left)[1]:
+                raise _worker.FrameError("timeout")
+            view = view[os.write(self.req_w, view):]
+
+    def sandbox_pids(self) -> list[int]:
+        """Host pids of every process below the worker's launcher (for tests and diagnostics)."""
+        if self.proc is None:
+            return []
+        children: dict[int, list[int]] = {}
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    with open(f"/proc/{entry}/stat", "rb") as handle:
+                        fields = handle.read().rsplit(b")", 1)[1].split()
+                except OSError:
+                    continue
+                if fields[0] not in (b"Z", b"X"):
+                    children.setdefault(int(fields[1]), []).append(int(entry))
+        found, stack = [], [self.proc.pid]
+        while stack:
+            for child in children.get(stack.pop(), []):
+                found.append(child)
+                stack.append(child)
+        return found
+
+
+class EnvHandle:
+    """One environment instance living in a sandboxed worker. Not thread-safe; close it."""
+
+    def __init__(self, pool: SandboxPool, worker: Worker, class_name: str) -> None:
+        self.pool, self.worker, self.class_name = pool, worker, class_name
+        self.closed = False
+
+    def __enter__(self) -> EnvHandle:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def reset(self, seed: int | None = None) -> ResetResult:
+        """Call ``env.reset(seed=seed)``; the answer must be ``(obs: str, info: dict)``."""
+        reply = self._call({"op": "reset", "seed": seed})
+        value = reply["value"]
+        if not (isinstance(value, list) and len(value) == 2):
+            raise self._bad(f"reset must return (obs, info), got {_shape(value)}")
+        obs, info = value
+        self._check_obs(obs)
+        if not isinstance(info, dict):
+            raise self._bad(f"info must be a dict, got {type(info).__name__}")
+        return ResetResult(obs=obs, info=info, output=reply.get("output", ""))
+
+    def step(self, action: Any) -> StepResult:
+        """Call ``env.step(action)``; the answer must be
+        ``(obs: str, reward: finite float, terminated: bool, truncated: bool, info: dict)``."""
+        reply = self._call({"op": "step", "action": action})
+        value = reply["value"]
+        if not (isinstance(value, list) and len(value) == 5):
+            raise self._bad(f"step must return a 5-tuple, got {_shape(value)}")
+        obs, reward, terminated, truncated, info = value
+        self._check_obs(obs)
+        if isinstance(reward, bool) or not isinstance(reward, (int, float)):
+            raise self._bad(f"reward must be a number, got {type(reward).__name__}")
+        if not math.isfinite(reward):
+            raise self._bad(f"reward must be finite, got {reward}")
+        if not isinstance(terminated, bool) or not isinstance(truncated, bool):
+            raise self._bad("terminated and truncated must be bools, got "
+                            f"{type(terminated).__name__} and {type(truncated).__name__}")
+        if not isinstance(info, dict):
+            raise self._bad(f"info must be a dict, got {type(info).__name__}")
+        return StepResult(obs=obs, reward=float(reward), terminated=terminated,
+                          truncated=truncated, info=info, output=reply.get("output", ""))
+
+    def call(self, method: str, *args: Any) -> Any:
+        """Call a public method of the environment with JSON arguments; return its JSON result."""
+        return self._call({"op": "call", "method": method, "args": list(args)})["value"]
+
+    def close(self) -> None:
+        """Kill the instance (and anything it started) and give the worker back to the pool."""
+        if self.closed:
+            return
+        self.closed = True
+        if self.worker.alive:
+            self.worker.request({"op": "close", "deadline_s": self.pool.config.call_deadline_s},
+                                self.pool.config.call_deadline_s)
+        self.pool._release(self.worker)
+
+    def _call(self, message: dict) -> dict:
+        if self.closed:
+            raise fail("closed", "the environment instance is closed")
+        message["deadline_s"] = self.pool.config.call_deadline_s
+        reply = self.worker.request(message, self.pool.config.call_deadline_s)
+        if reply.get("ok"):
+            return reply
+        failure = Failure(**{k: v for k, v in reply["error"].items() if k in Failure.model_fields})
+        if failure.kind in FATAL_KINDS:
+            self.close()
+        raise SandboxFailure(failure)
+
+    def _check_obs(self, obs: Any) -> None:
+        if not isinstance(obs, str):
+            raise self._bad(f"obs must be a str, got {type(obs).__name__}")
+        if len(obs) > self.pool.config.max_obs_chars:
+            raise self._bad(f"obs of {len(obs)} characters exceeds {self.pool.config.max_obs_chars}")
+
+    @staticmethod
+    def _bad(detail: str) -> SandboxFailure:
+        return fail("bad_return", detail)
+
+
+def _shape(value: Any) -> str:
+    return f"{type(value).__name__} of length {len(value)}" if isinstance(value, list) else type(value).__name__
+
+
+class SandboxPool:
+    """A fixed set of sandboxed workers; ``load`` borrows one per environment instance."""
+
+    def __init__(self, config: SandboxConfig | None = None) -> None:
+        self.config = config or SandboxConfig()
+        self.workers: list[Worker] = []
+        self.report: DoctorReport | None = None
+        self._idle: list[Worker] = []
+        self._cond = threading.Condition()
+        self._launcher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sandbox-launcher")
+
+    def __enter__(self) -> SandboxPool:
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def start(self) -> DoctorReport:
+        """Detect the layers, refuse if any is missing (unless degraded mode is allowed), start."""
+        layers, bwrap = detect_layers(self.config)
+        missing = [layer.name for layer in layers if not layer.active]
+        if missing and not self.config.allow_degraded:
+            raise fail("sandbox_unavailable", f"isolation layers unavailable: {missing}; "
+                       + "; ".join(f"{l.name}: {l.detail}" for l in layers if not l.active)
+                       + " (set allow_degraded=True to run anyway)")
+        seccomp = any(layer.name == "seccomp" and layer.active for layer in layers)
+        runtime = prepare_runtime(self.config)
+        self.workers = [Worker(i, self.config, runtime, bwrap, self._launcher, seccomp)
+                        for i in range(self.config.workers)]
+        try:
+            for worker in self.workers:
+                worker.start()
+        except SandboxFailure:
+            self.close()
+            raise
+        self._idle = list(self.workers)
+        self.report = DoctorReport(layers=_confirm(layers, self.workers[0].report),
+                                   worker=self.workers[0].report)
+        return self.report
+
+    def load(self, source: str, class_name: str | None = None,
+             timeout: float | None = None) -> EnvHandle:
+        """Fork a fresh instance of the program's environment class in an idle worker.
+
+        Waits up to ``timeout`` seconds (None: forever) for a worker to be free.
+        """
+        worker = self._acquire(timeout)
+        try:
+            if not worker.alive:
+                worker.restart()
+            reply = worker.request({"op": "load", "source": source, "class_name": class_name,
+                                    "deadline_s": self.config.load_deadline_s},
+                                   self.config.load_deadline_s)
+        except BaseException:
+            self._release(worker)
+            raise
+        if reply.get("ok"):
+            return EnvHandle(self, worker, reply["value"])
+        if worker.alive:
+            worker.request({"op": "close", "deadline_s": self.config.call_deadline_s},
+                           self.config.call_deadline_s)
+        self._release(worker)
+        raise SandboxFailure(Failure(**{k: v for k, v in reply["error"].items()
+                                        if k in Failure.model_fields}))
+
+    def close(self) -> None:
+        """Kill every worker."""
+        for worker in self.workers:
+            worker.kill()
+        self.workers, self._idle = [], []
+        self._launcher.shutdown(wait=False)
+
+    def _acquire(self, timeout: float | None) -> Worker:
+        with self._cond:
+            if not self._cond.wait_for(lambda: self._idle, timeout):
+                raise fail("timeout", f"no sandbox worker became free within {timeout}s")
+            return self._idle.pop()
+
+    def _release(self, worker: Worker) -> None:
+        with self._cond:
+            if worker in self.workers:
+                self._idle.append(worker)
+                self._cond.notify()
+
+
+def _confirm(layers: list[LayerStatus], worker_report: dict) -> list[LayerStatus]:
+    """Amend the host-side detection with what the worker says is actually in force."""
+    confirmed = []
+    for layer in layers:
+        if layer.name == "seccomp" and layer.active:
+            active = worker_report.get("seccomp_mode") == "2" and worker_report.get("no_new_privs")
+            layer = LayerStatus(name="seccomp", active=bool(active),
+                                detail=f"{worker_report.get('seccomp')}, Seccomp mode "
+                                       f"{worker_report.get('seccomp_mode')}, NoNewPrivs "
+                                       f"{worker_report.get('no_new_privs')}")
+        if layer.name == "uid":
+            uid = worker_report.get("uid")
+            layer = LayerStatus(name="uid", active=uid != 0,
+                                detail=f"{layer.detail}; worker reports uid {uid}")
+        confirmed.append(layer)
+    return confirmed
+
+
+def doctor(config: SandboxConfig | None = None) -> DoctorReport:
+    """Start a one-worker pool (degraded allowed, to see everything) and report every layer."""
+    config = (config or SandboxConfig()).model_copy(update={"workers": 1, "allow_degraded": True})
+    pool = SandboxPool(config)
+    try:
+        return pool.start()
+    except SandboxFailure as exc:
+        layers, _ = detect_layers(config)
+        return DoctorReport(layers=layers, worker={"error": exc.failure.model_dump()})
+    finally:
+        pool.close()
