@@ -1,0 +1,44 @@
+"""``curriculum sandbox``: try an environment program in the sandbox, or report the layers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+app = typer.Typer(help="Run model-written environment programs in the sandbox.",
+                  no_args_is_help=True)
+
+
+@app.command("try")
+def try_command(
+    file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="Environment program (.py).")],
+    action: Annotated[Optional[list[str]], typer.Option("--action", "-a", help="Action for one step; repeat.")] = None,
+    seed: Annotated[Optional[int], typer.Option(help="Seed passed to reset.")] = None,
+    class_name: Annotated[Optional[str], typer.Option("--class", help="Environment class (default: the one ending in Env).")] = None,
+    json_actions: Annotated[bool, typer.Option("--json-actions", help="Parse each action as JSON.")] = False,
+    allow_degraded: Annotated[bool, typer.Option(help="Run even if an isolation layer is missing.")] = False,
+) -> None:
+    """Load FILE in the sandbox, call reset and one step per --action, print each result,
+    and end with one JSON line {"ok", "error", "steps"}."""
+    from testbeds.sandbox import SandboxConfig, try_program
+
+    actions = [json.loads(a) for a in action or []] if json_actions else list(action or [])
+    report = try_program(file.read_text(), actions, seed=seed, class_name=class_name,
+                         config=SandboxConfig(allow_degraded=allow_degraded),
+                         echo=lambda entry: typer.echo(f"{entry['call']}: {json.dumps(entry)}"))
+    typer.echo(report.model_dump_json())
+    raise typer.Exit(0 if report.ok else 1)
+
+
+@app.command("doctor")
+def doctor_command() -> None:
+    """Start one worker and report which isolation layers are in force."""
+    from testbeds.sandbox import doctor
+
+    report = doctor()
+    for layer in report.layers:
+        typer.echo(f"{'ok     ' if layer.active else 'MISSING'} {layer.name:<17} {layer.detail}")
+    raise typer.Exit(0 if report.ok else 1)
