@@ -1,0 +1,346 @@
+"""Attack programs against the sandbox, each with its expected outcome.
+
+Every attack runs inside ``reset`` of a small environment. After each one the host canary is
+intact, no sandbox process is left and the same pool still serves a benign environment
+(``clean_after``). Attacks that the import allowlist would stop early run in ``raw_pool``
+(allowlist off) or ``bare_pool`` (allowlist and seccomp off) so the OS layers are proven.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+from dataclasses import dataclass
+from typing import Callable
+
+import pytest
+
+from testbeds.sandbox import SandboxFailure
+
+WRAPPER = '''
+{body}
+
+class AttackEnv:
+    def reset(self, seed=None):
+        return str(run()), {{}}
+
+    def step(self, action):
+        return "", 0.0, True, False, {{}}
+'''
+
+
+@dataclass
+class Attack:
+    name: str
+    pool: str
+    body: str
+    expect_kind: str | None = None
+    check: Callable[[str, str], bool] | None = None
+    """Predicate on (reset observation, host secret) when the call is expected to succeed."""
+
+
+ATTACKS = [
+    Attack("infinite_loop", "pool", "def run():\n    while True:\n        pass", "timeout"),
+    Attack("sleep_forever", "raw_pool", "import time\ndef run():\n    time.sleep(10**6)", "timeout"),
+    Attack("ignore_signals_swallow_baseexception", "raw_pool", '''
+import signal
+def run():
+    for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGXCPU, signal.SIGALRM):
+        signal.signal(s, signal.SIG_IGN)
+    while True:
+        try:
+            while True:
+                pass
+        except BaseException:
+            pass''', "timeout"),
+    Attack("allocate_8gb", "pool", "def run():\n    return len(bytearray(8 << 30))", "memory_limit"),
+    Attack("gradual_memory_growth", "pool", '''
+def run():
+    hoard = []
+    while True:
+        hoard.append(bytearray(4 << 20))''', "memory_limit"),
+    Attack("fork_bomb", "raw_pool", '''
+import os
+def run():
+    while True:
+        try:
+            os.fork()
+        except BaseException:
+            pass''', "timeout"),
+    Attack("double_forked_daemon", "raw_pool", '''
+import os, time
+def run():
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            while True:
+                time.sleep(0.01)
+        os._exit(0)
+    os.wait()
+    return "daemon started"''', check=lambda obs, secret: obs == "daemon started"),
+    Attack("os_system_rm_canary", "raw_pool", '''
+import os
+def run():
+    status = os.system("rm -rf {canary} {canary_dir} 2>/dev/null")
+    try:
+        os.remove("{canary}")
+        removed = "OK"
+    except OSError as exc:
+        removed = "ERR " + type(exc).__name__
+    return [status, removed]''', check=lambda obs, secret: "OK" not in obs),
+    Attack("bare_rm_canary", "bare_pool", '''
+import os, shutil
+def run():
+    try:
+        shutil.rmtree("{canary_dir}")
+        return "OK"
+    except OSError as exc:
+        return "ERR " + type(exc).__name__''', check=lambda obs, secret: obs.startswith("ERR")),
+    Attack("connect_host_listener", "raw_pool", '''
+import socket
+def run():
+    try:
+        socket.create_connection(("127.0.0.1", {port}), timeout=0.5)
+        return "OK"
+    except OSError as exc:
+        return "ERR " + type(exc).__name__''', check=lambda obs, secret: obs.startswith("ERR")),
+    Attack("bare_connect_host_listener", "bare_pool", '''
+import socket
+def run():
+    try:
+        socket.create_connection(("127.0.0.1", {port}), timeout=0.5)
+        return "OK"
+    except OSError as exc:
+        return "ERR " + type(exc).__name__''', check=lambda obs, secret: obs.startswith("ERR")),
+    Attack("dns_lookup", "bare_pool", '''
+import socket
+def run():
+    try:
+        return "OK " + str(socket.getaddrinfo("sandbox-probe.invalid", 80))
+    except OSError as exc:
+        return "ERR " + type(exc).__name__''', check=lambda obs, secret: obs.startswith("ERR")),
+    Attack("connect_raw_test_net_ip", "bare_pool", '''
+import socket
+def run():
+    try:
+        socket.create_connection(("192.0.2.1", 80), timeout=0.5)
+        return "OK"
+    except OSError as exc:
+        return "ERR " + type(exc).__name__''', check=lambda obs, secret: obs.startswith("ERR")),
+    Attack("read_secrets", "bare_pool", '''
+import os
+def run():
+    found = [repr(dict(os.environ))]
+    for path in ("/proc/1/environ", "/proc/self/environ", "/proc/2/environ"):
+        try:
+            found.append(open(path, "rb").read().decode(errors="replace"))
+        except OSError as exc:
+            found.append("ERR " + type(exc).__name__)
+    return found''', check=lambda obs, secret: secret not in obs and "PATH=/usr/bin" in obs),
+    Attack("read_etc_shadow", "bare_pool", '''
+def run():
+    out = []
+    for path in ("/etc/shadow", "/etc/passwd", "/root/.bashrc", "/proc/1/root/etc/shadow"):
+        try:
+            out.append("OK " + open(path).read()[:20])
+        except OSError as exc:
+            out.append("ERR " + type(exc).__name__)
+    return out''', check=lambda obs, secret: "OK" not in obs),
+    Attack("write_outside_scratch", "bare_pool", '''
+def run():
+    out = []
+    for path in ("/evil", "/usr/evil", "/etc/evil", "/opt/sandbox/python/evil", "{canary}",
+                 "{canary_dir}/evil", "/proc/sys/kernel/hostname"):
+        try:
+            open(path, "w").write("x")
+            out.append("OK " + path)
+        except OSError as exc:
+            out.append("ERR " + type(exc).__name__)
+    return out''', check=lambda obs, secret: "OK" not in obs and "ERR" in obs),
+    Attack("fill_scratch_disk", "raw_pool", '''
+import errno
+def run():
+    written = 0
+    for i in range(100):
+        try:
+            with open(f"/tmp/fill{{i}}", "wb") as handle:
+                for _ in range(4):
+                    handle.write(b"x" * (1 << 20))
+                    handle.flush()
+                    written += 1
+        except OSError as exc:
+            return [errno.errorcode[exc.errno], written]
+    return ["OK", written]''', check=lambda obs, secret: "ENOSPC" in obs and int(obs.split(",")[1][:-1]) <= 16),
+    Attack("exceed_file_size_limit", "raw_pool", '''
+import errno
+def run():
+    try:
+        with open("/tmp/big", "wb") as handle:
+            handle.write(b"x" * (12 << 20))
+        return "OK"
+    except OSError as exc:
+        return errno.errorcode[exc.errno]''', check=lambda obs, secret: obs == "EFBIG"),
+    Attack("flood_stdout", "raw_pool", '''
+import os, sys
+def run():
+    for _ in range(200000):
+        print("x" * 100)
+    for _ in range(50):
+        os.write(1, b"y" * (1 << 20))
+        os.write(2, b"z" * (1 << 20))
+    sys.__stdout__.write("w" * 1000)
+    return "flooded"''', check=lambda obs, secret: obs == "flooded"),
+    Attack("exhaust_file_descriptors", "raw_pool", '''
+def run():
+    handles = []
+    try:
+        while True:
+            handles.append(open("/dev/null"))
+    except OSError as exc:
+        return [len(handles), type(exc).__name__]''', check=lambda obs, secret: int(obs[1:].split(",")[0]) < 64),
+    Attack("segfault_ctypes", "raw_pool", "import ctypes\ndef run():\n    ctypes.string_at(0)", "crash"),
+    Attack("kill_all_processes", "raw_pool", '''
+import os, signal
+def run():
+    try:
+        os.kill(-1, signal.SIGKILL)
+        return "OK"
+    except OSError as exc:
+        return "ERR " + type(exc).__name__''', check=lambda obs, secret: obs == "ERR PermissionError"),
+    Attack("kill_zygote", "raw_pool", '''
+import os, signal
+def run():
+    out = []
+    for sig in (signal.SIGKILL, signal.SIGSTOP):
+        try:
+            os.kill(2, sig)
+            out.append("OK")
+        except OSError as exc:
+            out.append("ERR " + type(exc).__name__)
+    return out''', check=lambda obs, secret: "OK" not in obs),
+    Attack("unshare_mount_ptrace", "raw_pool", '''
+import ctypes, os
+def run():
+    libc = ctypes.CDLL(None, use_errno=True)
+    results = [libc.unshare(0x10000000), libc.unshare(0x00020000),
+               libc.mount(b"none", b"/tmp", b"tmpfs", 0, None),
+               libc.ptrace(16, 2, None, None), libc.chroot(b"/tmp")]
+    return results''', check=lambda obs, secret: obs == "[-1, -1, -1, -1, -1]"),
+    Attack("bare_unshare_mount", "bare_pool", '''
+import ctypes, os
+def run():
+    libc = ctypes.CDLL(None, use_errno=True)
+    return [libc.unshare(0x10000000), libc.mount(b"none", b"/tmp", b"tmpfs", 0, None),
+            libc.ptrace(16, 2, None, None)]''', check=lambda obs, secret: obs == "[-1, -1, -1]"),
+    Attack("thread_bomb", "raw_pool", '''
+import threading, time
+def run():
+    threads = []
+    try:
+        while True:
+            t = threading.Thread(target=time.sleep, args=(30,), daemon=True)
+            t.start()
+            threads.append(t)
+    except BaseException as exc:
+        return [len(threads), type(exc).__name__]''', check=lambda obs, secret: int(obs[1:].split(",")[0]) < 32),
+    Attack("deep_recursion", "pool", "def run():\n    return run() + 1", "exception"),
+    Attack("deep_recursion_c_stack", "raw_pool", '''
+import sys
+sys.setrecursionlimit(10**8)
+def run():
+    return sorted([0], key=lambda _: run())''', "crash"),
+    Attack("escape_via_module_attributes", "pool", '''
+import random
+def run():
+    return random._os.getuid()''', check=lambda obs, secret: obs == "65534"),
+    Attack("forbidden_import_os", "pool", "import os\ndef run():\n    return os.getcwd()", "forbidden_import"),
+    Attack("forbidden_dunder_import", "pool", "def run():\n    return __import__('subprocess')",
+           "forbidden_import"),
+    Attack("open_is_hidden", "pool", "def run():\n    return open('/etc/passwd').read()", "exception"),
+]
+
+
+@pytest.fixture(scope="module")
+def listener():
+    """A host TCP service on 127.0.0.1 that counts the connections it accepts."""
+    server = socket.create_server(("127.0.0.1", 0))
+    server.settimeout(0.2)
+    accepted: list[object] = []
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                accepted.append(server.accept())
+            except OSError:
+                pass
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield server.getsockname()[1], accepted
+    stop.set()
+    thread.join()
+    server.close()
+
+
+@pytest.mark.parametrize("attack", ATTACKS, ids=[a.name for a in ATTACKS])
+def test_attack(attack, request, canary, listener, secret, clean_after):
+    port, accepted = listener
+    pool = request.getfixturevalue(attack.pool)
+    clean_after.append(pool)
+    source = WRAPPER.format(body=attack.body.format(canary=canary, canary_dir=canary.parent, port=port))
+    if attack.expect_kind:
+        with pytest.raises(SandboxFailure) as info:  # at load (module level) or at reset
+            with pool.load(source) as env:
+                env.reset(0)
+        assert info.value.failure.kind == attack.expect_kind, info.value.failure
+    else:
+        with pool.load(source) as env:
+            obs = env.reset(0).obs
+        assert attack.check(obs, secret), obs
+    assert accepted == []
+
+
+def test_daemon_is_gone_after_close(raw_pool, clean_after):
+    """The double-forked daemon is alive while its episode runs and gone after close."""
+    clean_after.append(raw_pool)
+    body = [a for a in ATTACKS if a.name == "double_forked_daemon"][0].body
+    env = raw_pool.load(WRAPPER.format(body=body))
+    assert env.reset(0).obs == "daemon started"
+    assert len(env.worker.sandbox_pids()) == 4  # init, zygote, instance, daemon
+    env.close()
+    assert len(env.worker.sandbox_pids()) == 2
+
+
+def test_bare_kill_all_kills_worker_and_pool_recovers(bare_pool, clean_after):
+    """Without seccomp, kill(-1) takes down the whole worker; the host reports a crash and the
+    pool restarts the worker for the next environment."""
+    clean_after.append(bare_pool)
+    body = "import os\ndef run():\n    os.kill(-1, 9)\n    return 'survived'"
+    with bare_pool.load(WRAPPER.format(body=body)) as env:
+        with pytest.raises(SandboxFailure) as info:
+            env.reset(0)
+    assert info.value.failure.kind == "crash"
+    assert not env.worker.alive  # the next load (in clean_after) restarts it
+
+
+def test_output_is_capped(raw_pool):
+    body = "def run():\n    for _ in range(100000):\n        print('x' * 100)\n    return 'done'"
+    with raw_pool.load(WRAPPER.format(body=body)) as env:
+        result = env.reset(0)
+    assert result.obs == "done"
+    assert result.output.startswith("x" * 100)
+    assert len(result.output) < raw_pool.config.max_output_chars + 100
+    assert "characters of output dropped" in result.output
+
+
+def test_sandbox_runs_unprivileged_without_host_environment(bare_pool):
+    body = '''
+import os
+def run():
+    return [os.getuid(), os.getgid(), sorted(os.environ), os.getcwd(), sorted(os.listdir("/"))]'''
+    with bare_pool.load(WRAPPER.format(body=body)) as env:
+        obs = env.reset(0).obs
+    assert obs.startswith("[65534, 65534, ['HOME', 'LANG', 'LD_LIBRARY_PATH', 'PATH', 'PWD', 'PYTHONHASHSEED'], '/tmp'")
+    assert "'root'" not in obs and "'work'" not in obs
