@@ -1,0 +1,294 @@
+"""The MAPF-FrozenLake generator configuration: the proposal space engineers edit.
+
+For each of the 8 map sizes (``3x3`` … ``10x10``) the configuration holds three numbers:
+
+* ``data_ratio`` — share of a round's training instances drawn at this size; the 8 shares sum
+  to 1 (tolerance ``1e-6``).
+* ``hole_ratio`` — expected share of the map's cells that are holes.
+* ``wait_ratio`` — share of this size's instances that *need a wait*: no conflict-free plan
+  without wait actions reaches the optimal sum of costs (see ``generator`` for the exact test).
+
+The legal bounds of every field live in ``BOUNDS`` (data, not code), so ``project``, the random
+cold start, the Optuna engineer and the prompts all read one source of truth:
+
+* ``data_ratio`` ∈ [0, 1] — a share.
+* ``hole_ratio`` ∈ [0, 0.5] — above one half most small maps admit no solvable instance with
+  distinct starts and goals (a 3x3 map with 5 holes keeps 4 free cells), so the generator would
+  spend its time rejecting; FrozenLake's own random maps use 0.2 by default.
+* ``wait_ratio`` ∈ [0, 1] — a share.
+
+``project(raw, previous)`` forces *any* JSON value into this space and records every edit as a
+``testbeds.base.Change``; it never raises.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from testbeds.base import Change
+
+SIZES: tuple[str, ...] = tuple(f"{n}x{n}" for n in range(3, 11))
+"""The 8 map sizes, smallest first."""
+
+FIELDS: tuple[str, ...] = ("data_ratio", "hole_ratio", "wait_ratio")
+"""The per-size fields, in display order."""
+
+BOUNDS: dict[str, tuple[float, float]] = {
+    "data_ratio": (0.0, 1.0),
+    "hole_ratio": (0.0, 0.5),
+    "wait_ratio": (0.0, 1.0),
+}
+"""Inclusive legal range of each per-size field (see the module docstring for why)."""
+
+SUM_TOLERANCE = 1e-6
+"""How far the data ratios may sum from 1 and still be accepted."""
+
+
+def size_side(size: str) -> int:
+    """``"5x5"`` → 5."""
+    return int(size.split("x")[0])
+
+
+class SizeParams(BaseModel):
+    """Generator parameters of one map size."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    data_ratio: float = Field(ge=BOUNDS["data_ratio"][0], le=BOUNDS["data_ratio"][1])
+    """Share of the round's training instances drawn at this size (the 8 shares sum to 1)."""
+    hole_ratio: float = Field(ge=BOUNDS["hole_ratio"][0], le=BOUNDS["hole_ratio"][1])
+    """Expected share of the map's cells that are holes (the generator rounds per map)."""
+    wait_ratio: float = Field(ge=BOUNDS["wait_ratio"][0], le=BOUNDS["wait_ratio"][1])
+    """Share of this size's instances whose optimal cost cannot be reached without a wait."""
+
+
+class GeneratorConfig(BaseModel):
+    """The per-size generator configuration (the proposal an engineer edits)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    sizes: dict[str, SizeParams]
+    """Parameters for each of the 8 sizes, keyed ``"3x3"`` … ``"10x10"``; all 8 are required."""
+
+    @model_validator(mode="after")
+    def _check(self) -> GeneratorConfig:
+        missing = [s for s in SIZES if s not in self.sizes]
+        extra = [s for s in self.sizes if s not in SIZES]
+        if missing or extra:
+            raise ValueError(
+                f"sizes must be exactly {list(SIZES)}; missing {missing}, unknown {extra}"
+            )
+        total = sum(p.data_ratio for p in self.sizes.values())
+        if abs(total - 1.0) > SUM_TOLERANCE:
+            raise ValueError(f"data_ratio values must sum to 1 (±{SUM_TOLERANCE}); they sum to {total:.6g}")
+        # Canonical order, so that dumps and hashes do not depend on the input order.
+        self.sizes = {s: self.sizes[s] for s in SIZES}
+        return self
+
+    def table(self) -> str:
+        """A compact fixed-width table (for prompts and logs)."""
+        lines = ["size   data  holes  wait"]
+        for s, p in self.sizes.items():
+            lines.append(f"{s:<6} {p.data_ratio:5.3f} {p.hole_ratio:5.3f} {p.wait_ratio:5.3f}")
+        return "\n".join(lines)
+
+
+def uniform_config(hole_ratio: float = 0.2, wait_ratio: float = 0.0) -> GeneratorConfig:
+    """Equal data shares and the same hole/wait ratio at every size."""
+    return GeneratorConfig(sizes={
+        s: SizeParams(data_ratio=1.0 / len(SIZES), hole_ratio=hole_ratio, wait_ratio=wait_ratio)
+        for s in SIZES
+    })
+
+
+def random_config(rng: np.random.Generator) -> GeneratorConfig:
+    """The paper's cold start: hole and wait ratios uniform over their bounds, data ratios from a
+    flat Dirichlet (uniform over the simplex)."""
+    shares = rng.dirichlet(np.ones(len(SIZES)))
+    shares = shares / shares.sum()
+    sizes = {}
+    for i, s in enumerate(SIZES):
+        lo_h, hi_h = BOUNDS["hole_ratio"]
+        lo_w, hi_w = BOUNDS["wait_ratio"]
+        sizes[s] = SizeParams(
+            data_ratio=float(shares[i]),
+            hole_ratio=float(rng.uniform(lo_h, hi_h)),
+            wait_ratio=float(rng.uniform(lo_w, hi_w)),
+        )
+    _fix_sum([sizes[s] for s in SIZES])
+    return GeneratorConfig(sizes=sizes)
+
+
+def _fix_sum(params: list[SizeParams]) -> None:
+    """Push float rounding residue into the largest share so the sum is 1 within 1e-12."""
+    total = sum(p.data_ratio for p in params)
+    big = max(params, key=lambda p: p.data_ratio)
+    big.data_ratio = min(1.0, max(0.0, big.data_ratio + (1.0 - total)))
+
+
+# --------------------------------------------------------------------------------------------
+# project
+# --------------------------------------------------------------------------------------------
+
+_SIZE_KEY = re.compile(r"^\s*(?:size\s*[_-]?\s*)?(\d{1,2})(?:\s*[x×*]\s*(\d{1,2}))?\s*$", re.I)
+
+
+def _size_name(key: Any) -> str | None:
+    """Map lenient size keys (``"5x5"``, ``"5"``, ``5``, ``"5×5"``, ``"size_5"``) to ``"5x5"``."""
+    if isinstance(key, bool):
+        return None
+    if isinstance(key, (int, float)) and not isinstance(key, bool):
+        if isinstance(key, float) and not key.is_integer():
+            return None
+        name = f"{int(key)}x{int(key)}"
+        return name if name in SIZES else None
+    if not isinstance(key, str):
+        return None
+    m = _SIZE_KEY.match(key)
+    if not m:
+        return None
+    a = int(m.group(1))
+    b = int(m.group(2)) if m.group(2) else a
+    if a != b:
+        return None
+    name = f"{a}x{a}"
+    return name if name in SIZES else None
+
+
+def _number(value: Any) -> float | None:
+    """A finite float from a JSON number or numeric string; ``None`` if not usable."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        x = float(value)
+    elif isinstance(value, str):
+        s = value.strip().rstrip("%")
+        try:
+            x = float(s)
+        except ValueError:
+            return None
+        if value.strip().endswith("%"):
+            x /= 100.0
+    else:
+        return None
+    return x if math.isfinite(x) else None
+
+
+def _extract_sizes(raw: Any) -> dict[str, Any] | None:
+    """Find the per-size mapping in a raw proposal, or ``None`` if there is none."""
+    if not isinstance(raw, dict):
+        return None
+    inner = raw.get("sizes") if "sizes" in raw else None
+    if isinstance(inner, dict):
+        candidate = inner
+    elif isinstance(inner, list):
+        # [{"size": "5x5", "data_ratio": ...}, ...]
+        candidate = {}
+        for item in inner:
+            if isinstance(item, dict) and "size" in item:
+                candidate[item["size"]] = item
+    else:
+        candidate = raw
+    out: dict[str, Any] = {}
+    for key, value in candidate.items():
+        name = _size_name(key)
+        if name is not None:
+            out[name] = value
+    return out or None
+
+
+def project(raw: Any, previous: GeneratorConfig) -> tuple[GeneratorConfig, list[Change]]:
+    """Force ``raw`` (any JSON value) into the legal space. Never raises.
+
+    Rules, in order: find the per-size mapping (``{"sizes": {...}}``, or a top-level mapping of
+    sizes, keys ``"5x5"``/``"5"``/``5``); a missing size or field, or a non-numeric value, takes
+    the previous value; every value is clipped into ``BOUNDS``; data ratios are renormalised to
+    sum to 1 (all zero → the previous data ratios). Unusable output (not a dict, no size found)
+    → the previous config and a single ``Change`` at path ``""`` saying so.
+
+    The returned changes are exactly the fields whose applied value differs from what was
+    proposed (a missing field counts as proposed ``None``).
+    """
+    try:
+        return _project(raw, previous)
+    except Exception as exc:  # pragma: no cover - defensive: project must never raise
+        return previous.model_copy(deep=True), [
+            Change(path="", proposed=_jsonable(raw), applied=previous.model_dump(),
+                   reason=f"proposal could not be projected ({type(exc).__name__}); kept previous config")
+        ]
+
+
+def _jsonable(x: Any) -> Any:
+    if x is None or isinstance(x, (bool, int, str)):
+        return x
+    if isinstance(x, float):
+        return x if math.isfinite(x) else str(x)
+    if isinstance(x, dict):
+        return {str(k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    return repr(x)
+
+
+def _project(raw: Any, previous: GeneratorConfig) -> tuple[GeneratorConfig, list[Change]]:
+    sizes = _extract_sizes(raw)
+    if sizes is None:
+        what = type(raw).__name__ if not isinstance(raw, dict) else "dict without any size key"
+        return previous.model_copy(deep=True), [
+            Change(path="", proposed=_jsonable(raw), applied=previous.model_dump(),
+                   reason=f"unusable proposal ({what}); kept the previous config")
+        ]
+
+    proposed: dict[tuple[str, str], Any] = {}   # (size, field) -> raw proposed value (None: missing)
+    values: dict[tuple[str, str], float] = {}
+    reasons: dict[tuple[str, str], str] = {}
+    for s in SIZES:
+        entry = sizes.get(s)
+        prev = previous.sizes[s]
+        for f in FIELDS:
+            if not isinstance(entry, dict) or f not in entry:
+                proposed[(s, f)] = None
+                values[(s, f)] = getattr(prev, f)
+                reasons[(s, f)] = "missing; filled from previous config"
+                continue
+            rawv = entry[f]
+            proposed[(s, f)] = _jsonable(rawv)
+            x = _number(rawv)
+            if x is None:
+                values[(s, f)] = getattr(prev, f)
+                reasons[(s, f)] = "not a number; kept previous value"
+                continue
+            lo, hi = BOUNDS[f]
+            if x < lo or x > hi:
+                reasons[(s, f)] = f"clipped into [{lo}, {hi}]"
+                x = min(hi, max(lo, x))
+            values[(s, f)] = x
+
+    total = sum(values[(s, "data_ratio")] for s in SIZES)
+    if total <= 0.0:
+        for s in SIZES:
+            values[(s, "data_ratio")] = previous.sizes[s].data_ratio
+            reasons[(s, "data_ratio")] = "all data ratios were zero; kept previous data ratios"
+    elif abs(total - 1.0) > 1e-12:
+        for s in SIZES:
+            values[(s, "data_ratio")] /= total
+            reasons.setdefault((s, "data_ratio"), f"renormalised (data ratios summed to {total:.6g})")
+    params = {s: SizeParams(**{f: values[(s, f)] for f in FIELDS}) for s in SIZES}
+    _fix_sum([params[s] for s in SIZES])
+    config = GeneratorConfig(sizes=params)
+
+    changes = []
+    for s in SIZES:
+        for f in FIELDS:
+            applied = getattr(config.sizes[s], f)
+            p = proposed[(s, f)]
+            same = (isinstance(p, (int, float)) and not isinstance(p, bool) and float(p) == applied)
+            if not same:
+                changes.append(Change(path=f"sizes.{s}.{f}", proposed=p, applied=applied,
+                                      reason=reasons.get((s, f), "normalised to a number")))
+    return config, changes

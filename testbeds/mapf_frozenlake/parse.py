@@ -1,0 +1,301 @@
+"""Extract a multi-agent plan (one path of ``(row, col)`` cells per agent) from model text.
+
+Canonical format (what the prompt asks for) — one line per agent, the agent's cell at times
+0, 1, 2, … (repeat a cell to wait; the path may stop once the agent rests on its goal)::
+
+    Agent 1: (0,0) (0,1) (1,1)
+    Agent 2: (2,1) (2,1) (1,1) (1,0)
+
+Also accepted, because models plausibly write them:
+
+* ``[r,c]`` instead of ``(r,c)``, any separators (``->``, commas, ``;``), ``Agent 1 = ...``,
+  ``agent1:``, ``A1:``, ``Robot 1:``; a label line followed by coordinate-only lines;
+* unlabeled lines of coordinates, one per agent in order (only if no line is labeled);
+* JSON: ``[[[r,c],...], ...]``, ``{"agent1": [[r,c],...], ...}``, ``{"paths"|"plan": ...}``;
+* moves from the start, ``Agent 1: R R D W`` or ``RRDW`` or ``right, down, wait`` (U/D/L/R/W,
+  up/down/left/right/wait/stay) — only when the starts are given.
+
+Models think before answering, so the final answer is preferred: text after the last
+``</think>``; then the last fenced code block that parses; then the text after the last "final
+answer"/"answer:"/"solution:" marker; then the whole text. For a labeled agent written several
+times, its last line wins. Agents are numbered by their labels (``Agent 0`` … or ``Agent 1`` …).
+``parse_plan`` never raises.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+
+Cell = tuple[int, int]
+
+_COORD = re.compile(r"[\(\[]\s*(-?\d{1,4})\s*,\s*(-?\d{1,4})\s*[\)\]]")
+_LABEL = re.compile(r"^\W{0,6}(?:agent|robot|a)\s*[#_]?\s*(\d{1,2})\s*(?:[:=]|-(?!>)|\)|\.(?!\d))",
+                    re.IGNORECASE)
+_FENCE = re.compile(r"```[a-zA-Z]*\n?(.*?)```", re.DOTALL)
+_FINAL = re.compile(r"(final\s+(?:answer|plan|paths?|solution)|answer\s*:|solution\s*:|plan\s*:)",
+                    re.IGNORECASE)
+_MOVE_WORDS = {
+    "u": (-1, 0), "up": (-1, 0), "d": (1, 0), "down": (1, 0), "l": (0, -1), "left": (0, -1),
+    "r": (0, 1), "right": (0, 1), "w": (0, 0), "wait": (0, 0), "stay": (0, 0),
+}
+_MAX_LEN = 200_000  # longer inputs are truncated to their last part (answers come last)
+
+
+@dataclass
+class ParseResult:
+    """Outcome of ``parse_plan``."""
+
+    ok: bool
+    """Whether at least one path with at least one cell was extracted."""
+    paths: list[list[Cell]] = field(default_factory=list)
+    """One path per agent, in agent order."""
+    format: str = ""
+    """Which format matched: ``lines``, ``unlabeled``, ``json``, ``moves``."""
+    error: str = ""
+    """Why parsing failed (empty when ``ok``)."""
+
+
+def parse_plan(text: str, num_agents: int | None = None,
+               starts: list[Cell] | None = None) -> ParseResult:
+    """Parse ``text`` into paths (see the module docstring). Never raises."""
+    try:
+        return _parse(text, num_agents, starts)
+    except Exception as exc:  # pragma: no cover - defensive; the fuzz test keeps this unused
+        return ParseResult(False, error=f"internal parse error: {type(exc).__name__}")
+
+
+def _segments(text: str) -> list[str]:
+    segs: list[str] = []
+    if "</think>" in text:
+        after = text.rsplit("</think>", 1)[1]
+        if after.strip():
+            text = after
+    fences = _FENCE.findall(text)
+    segs.extend(reversed(fences))
+    ms = list(_FINAL.finditer(text))
+    if ms:
+        segs.append(text[ms[-1].end():])
+    segs.append(text)
+    return segs
+
+
+def _parse(text: str, num_agents: int | None, starts: list[Cell] | None) -> ParseResult:
+    if not isinstance(text, str):
+        return ParseResult(False, error="response is not a string")
+    if len(text) > _MAX_LEN:
+        text = text[-_MAX_LEN:]
+    if not text.strip():
+        return ParseResult(False, error="empty response")
+    for seg in _segments(text):
+        r = _parse_json(seg, starts)
+        if r is None:
+            r = _parse_lines(seg, starts)
+        if r is not None and r.ok:
+            return r
+    return ParseResult(False, error="no agent paths found (expected lines like 'Agent 1: (0,0) (0,1)')")
+
+
+# -- JSON ------------------------------------------------------------------------------------
+
+def _json_candidates(seg: str):
+    s = seg.strip()
+    if s[:1] in "[{":
+        yield s
+    for open_, close in (("{", "}"), ("[", "]")):
+        i, j = seg.find(open_), seg.rfind(close)
+        if 0 <= i < j:
+            yield seg[i:j + 1]
+
+
+def _parse_json(seg: str, starts: list[Cell] | None) -> ParseResult | None:
+    if "[" not in seg and "{" not in seg:
+        return None
+    for cand in _json_candidates(seg):
+        if len(cand) > 100_000:
+            continue
+        try:
+            obj = json.loads(cand)
+        except (ValueError, RecursionError):
+            continue
+        paths = _paths_from_obj(obj, starts)
+        if paths:
+            return ParseResult(True, paths, "json")
+    return None
+
+
+def _cell(x) -> Cell | None:
+    if isinstance(x, (list, tuple)) and len(x) == 2 and all(
+            isinstance(v, int) and not isinstance(v, bool) for v in x):
+        return (x[0], x[1])
+    if isinstance(x, str):
+        m = _COORD.fullmatch(x.strip())
+        if m:
+            return (int(m.group(1)), int(m.group(2)))
+    if isinstance(x, dict):
+        r = x.get("r", x.get("row"))
+        c = x.get("c", x.get("col", x.get("column")))
+        if isinstance(r, int) and isinstance(c, int) and not isinstance(r, bool) and not isinstance(c, bool):
+            return (r, c)
+    return None
+
+
+def _path_from_value(v, start: Cell | None) -> list[Cell] | None:
+    if isinstance(v, str):
+        coords = [(int(a), int(b)) for a, b in _COORD.findall(v)]
+        if coords:
+            return coords
+        return _moves(v, start)
+    if isinstance(v, dict):
+        for key in ("path", "positions", "cells", "moves"):
+            if key in v:
+                return _path_from_value(v[key], start)
+        return None
+    if isinstance(v, list) and v:
+        cells = [_cell(x) for x in v]
+        if all(c is not None for c in cells):
+            return cells  # type: ignore[return-value]
+        if all(isinstance(x, str) for x in v):
+            return _moves(" ".join(v), start)
+    return None
+
+
+def _paths_from_obj(obj, starts: list[Cell] | None) -> list[list[Cell]] | None:
+    if isinstance(obj, dict):
+        for key in ("paths", "plan", "solution", "agents"):
+            if key in obj:
+                return _paths_from_obj(obj[key], starts)
+        labeled = []
+        for k, v in obj.items():
+            m = re.search(r"(\d+)", str(k))
+            if not m:
+                continue
+            labeled.append((int(m.group(1)), v))
+        if not labeled:
+            return None
+        labeled.sort(key=lambda x: x[0])
+        base = 0 if labeled[0][0] == 0 else 1
+        out = []
+        for idx, (lab, v) in enumerate(labeled):
+            st = starts[lab - base] if starts and 0 <= lab - base < len(starts) else None
+            p = _path_from_value(v, st)
+            if p is None:
+                return None
+            out.append(p)
+        return out
+    if isinstance(obj, list) and obj:
+        if _cell(obj[0]) is not None:  # a single path
+            p = _path_from_value(obj, None)
+            return [p] if p else None
+        out = []
+        for i, v in enumerate(obj):
+            st = starts[i] if starts and i < len(starts) else None
+            p = _path_from_value(v, st)
+            if p is None:
+                return None
+            out.append(p)
+        return out
+    return None
+
+
+# -- lines -----------------------------------------------------------------------------------
+
+_TOKEN = re.compile(r"[A-Za-z]+")
+
+
+def _moves(s: str, start: Cell | None) -> list[Cell] | None:
+    """Path from move tokens, or ``None`` if ``s`` is not purely moves (or no start)."""
+    if start is None:
+        return None
+    toks = _TOKEN.findall(s)
+    if not toks:
+        return None
+    if len(toks) == 1 and len(toks[0]) > 1 and toks[0].lower() not in _MOVE_WORDS:
+        toks = list(toks[0])  # "RRDW"
+    steps = []
+    for t in toks:
+        d = _MOVE_WORDS.get(t.lower())
+        if d is None:
+            return None
+        steps.append(d)
+    r, c = start
+    path = [start]
+    for dr, dc in steps:
+        r, c = r + dr, c + dc
+        path.append((r, c))
+    return path
+
+
+def _coord_only(line: str) -> bool:
+    rest = _COORD.sub(" ", line)
+    letters = sum(ch.isalpha() for ch in rest)
+    return letters <= 2
+
+
+def _deltas(s: str) -> list[Cell] | None:
+    """Move deltas from a pure move string, or ``None``."""
+    path = _moves(s, (0, 0))
+    if path is None or len(path) < 2:
+        return None
+    return [(b[0] - a[0], b[1] - a[1]) for a, b in zip(path, path[1:])]
+
+
+def _parse_lines(seg: str, starts: list[Cell] | None) -> ParseResult | None:
+    # label -> ("coords", cells) or ("moves", deltas)
+    labeled: dict[int, tuple[str, list[Cell]]] = {}
+    unlabeled: list[list[Cell]] = []
+    current: int | None = None   # label whose path continues on the following lines
+    for line in seg.splitlines():
+        m = _LABEL.match(line)
+        if m:
+            lab = int(m.group(1))
+            rest = line[m.end():]
+            coords = [(int(a), int(b)) for a, b in _COORD.findall(rest)]
+            current = None
+            if coords:
+                labeled[lab] = ("coords", coords)
+                continue
+            deltas = _deltas(rest) if starts is not None else None
+            if deltas is not None:
+                labeled[lab] = ("moves", deltas)
+            else:
+                labeled[lab] = ("coords", [])
+                current = lab
+            continue
+        if "(" not in line and "[" not in line:
+            if not line.strip():
+                current = None
+            continue
+        coords = _COORD.findall(line)
+        if coords and _coord_only(line):
+            cells = [(int(a), int(b)) for a, b in coords]
+            if current is not None:
+                labeled[current][1].extend(cells)
+            else:
+                unlabeled.append(cells)
+    labeled = {k: v for k, v in labeled.items() if v[1]}
+    if labeled:
+        labs = sorted(labeled)
+        base = 0 if labs[0] == 0 else 1
+        out = []
+        kinds = set()
+        for lab in labs:
+            kind, cells = labeled[lab]
+            kinds.add(kind)
+            if kind == "moves":
+                idx = lab - base
+                if not starts or not 0 <= idx < len(starts):
+                    continue
+                r, c = starts[idx]
+                path = [(r, c)]
+                for dr, dc in cells:
+                    r, c = r + dr, c + dc
+                    path.append((r, c))
+                cells = path
+            out.append(cells)
+        if out:
+            return ParseResult(True, out, "moves" if kinds == {"moves"} else "lines")
+    if unlabeled:
+        return ParseResult(True, unlabeled, "unlabeled")
+    return None

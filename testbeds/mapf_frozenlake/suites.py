@@ -1,0 +1,170 @@
+"""Fixed evaluation suites and the failure breakdown engineers read (SPEC §1.4, §1.5 module F).
+
+A suite is ``per_size`` instances with ``agents`` agents at each of the 8 sizes, generated once
+from a fixed seed with a fixed hole ratio and no wait request (the natural mix), then cached as
+JSONL under ``$CURRICULUM_CACHE`` (default ``~/.cache/curriculum``) in ``mapf_suites/``, keyed by
+a hash of every parameter that affects the instances (plus ``SUITE_VERSION``, bumped whenever the
+generator changes its output).
+
+Metrics per size and aggregated per suite: valid rate (all eight checks pass), optimal rate (valid
+and cost == optimum), failure counts per check (a response can fail several checks; unparsable
+responses count only as ``parsable`` failures), mean response length in tokens.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from testbeds.mapf_frozenlake.config import SIZES, uniform_config
+from testbeds.mapf_frozenlake.generator import generate
+from testbeds.mapf_frozenlake.instance import Instance
+from testbeds.mapf_frozenlake.validate import CHECKS, Verdict
+
+SUITE_VERSION = 1
+"""Bump when the generator's output for given parameters changes (invalidates caches)."""
+
+
+def cache_dir() -> Path:
+    """``$CURRICULUM_CACHE/mapf_suites`` or ``~/.cache/curriculum/mapf_suites``."""
+    root = os.environ.get("CURRICULUM_CACHE") or os.path.join(os.path.expanduser("~"), ".cache",
+                                                                "curriculum")
+    return Path(root) / "mapf_suites"
+
+
+def suite_key(agents: int, per_size: int, seed: int, hole_ratio: float) -> str:
+    params = {"agents": agents, "per_size": per_size, "seed": seed, "hole_ratio": hole_ratio,
+              "sizes": list(SIZES), "version": SUITE_VERSION}
+    return hashlib.sha256(json.dumps(params, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def build_suite(agents: int, per_size: int, seed: int, hole_ratio: float = 0.2, *,
+                use_cache: bool = True, workers: int | None = None) -> list[Instance]:
+    """The eval suite (ordered by size, then index), from the disk cache when present."""
+    key = suite_key(agents, per_size, seed, hole_ratio)
+    path = cache_dir() / f"{agents}agents-{per_size}x8-seed{seed}-{key}.jsonl"
+    if use_cache and path.exists():
+        try:
+            insts = [Instance.from_json(line) for line in path.read_text().splitlines() if line]
+            if len(insts) == per_size * len(SIZES):
+                return insts
+        except (ValueError, KeyError, TypeError):
+            pass  # corrupt cache: regenerate
+    res = generate(uniform_config(hole_ratio, 0.0), per_size * len(SIZES), agents=agents,
+                   seed=seed, workers=workers, wait_ratio_override=None,
+                   counts=[per_size] * len(SIZES), time_budget_s=5.0, node_budget=20_000)
+    order = {s: i for i, s in enumerate(SIZES)}
+    insts = sorted(res.instances, key=lambda x: (order[x.size], x.id or ""))
+    for inst in insts:
+        inst.id = f"eval-{inst.id}"
+    if use_cache:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".tmp{os.getpid()}")
+        tmp.write_text("".join(i.to_json() + "\n" for i in insts))
+        os.replace(tmp, path)
+    return insts
+
+
+class SizeBreakdown(BaseModel):
+    """Eval results of one suite at one map size."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    n: int
+    """Number of eval instances."""
+    valid_rate: float
+    """Share of responses passing all eight checks."""
+    optimal_rate: float
+    """Share of responses that are valid and reach the optimal sum of costs."""
+    failures: dict[str, int]
+    """Per check: number of responses failing it (all eight keys present)."""
+    mean_tokens: float
+    """Mean response length in tokens."""
+
+
+class SuiteBreakdown(SizeBreakdown):
+    """Eval results of one suite, aggregated over sizes, with the per-size table."""
+
+    agents: int
+    """Number of agents in this suite's instances."""
+    sizes: dict[str, SizeBreakdown] = Field(default_factory=dict)
+    """Per map size (``"3x3"`` … ``"10x10"``)."""
+
+
+class FailureBreakdown(BaseModel):
+    """Per suite (``"3agents"``, …) → per size: what engineers read (module F)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    suites: dict[str, SuiteBreakdown]
+    """Keyed ``"{k}agents"``."""
+
+    def table(self) -> str:
+        """Compact text table (valid %, optimal %, top failures) for engineer prompts."""
+        lines = []
+        for name, s in self.suites.items():
+            lines.append(f"{name}: valid {100 * s.valid_rate:.1f}%  optimal "
+                         f"{100 * s.optimal_rate:.1f}%  n={s.n}  mean tokens {s.mean_tokens:.0f}")
+            for size, b in s.sizes.items():
+                fails = ", ".join(f"{c} {k}" for c, k in b.failures.items() if k)
+                lines.append(f"  {size:<6} valid {100 * b.valid_rate:5.1f}%  optimal "
+                             f"{100 * b.optimal_rate:5.1f}%  failures: {fails or 'none'}")
+        return "\n".join(lines)
+
+
+def _agg(rows: list[tuple[Verdict, int]]) -> dict[str, Any]:
+    n = len(rows)
+    fails = {c: 0 for c in CHECKS}
+    for v, _ in rows:
+        for c in v.failed:
+            fails[c] += 1
+    return {
+        "n": n,
+        "valid_rate": sum(v.valid for v, _ in rows) / n if n else 0.0,
+        "optimal_rate": sum(v.optimal for v, _ in rows) / n if n else 0.0,
+        "failures": fails,
+        "mean_tokens": sum(t for _, t in rows) / n if n else 0.0,
+    }
+
+
+def summarize(instances: list[Instance], verdicts: list[Verdict],
+              num_tokens: list[int]) -> FailureBreakdown:
+    """Group verdicts by (number of agents, size) into a ``FailureBreakdown``."""
+    by: dict[int, dict[str, list[tuple[Verdict, int]]]] = {}
+    for inst, v, t in zip(instances, verdicts, num_tokens):
+        by.setdefault(inst.num_agents, {}).setdefault(inst.size, []).append((v, t))
+    suites = {}
+    for k in sorted(by):
+        sizes = {s: SizeBreakdown(**_agg(by[k][s])) for s in SIZES if s in by[k]}
+        rows = [r for s in SIZES if s in by[k] for r in by[k][s]]
+        suites[f"{k}agents"] = SuiteBreakdown(agents=k, sizes=sizes, **_agg(rows))
+    return FailureBreakdown(suites=suites)
+
+
+def flat_metrics(b: FailureBreakdown) -> dict[str, float]:
+    """``valid_rate/3agents``, ``optimal_rate/3agents/5x5``, ``failures/3agents/hole_free``, …"""
+    out: dict[str, float] = {}
+    total_n = 0
+    total_tokens = 0.0
+    for name, s in b.suites.items():
+        out[f"valid_rate/{name}"] = s.valid_rate
+        out[f"optimal_rate/{name}"] = s.optimal_rate
+        out[f"mean_tokens/{name}"] = s.mean_tokens
+        for c, k in s.failures.items():
+            out[f"failure_rate/{name}/{c}"] = k / s.n if s.n else 0.0
+        for size, sb in s.sizes.items():
+            out[f"valid_rate/{name}/{size}"] = sb.valid_rate
+            out[f"optimal_rate/{name}/{size}"] = sb.optimal_rate
+        total_n += s.n
+        total_tokens += s.mean_tokens * s.n
+    out["mean_tokens"] = total_tokens / total_n if total_n else 0.0
+    out["valid_rate"] = (sum(s.valid_rate * s.n for s in b.suites.values()) / total_n
+                         if total_n else 0.0)
+    out["optimal_rate"] = (sum(s.optimal_rate * s.n for s in b.suites.values()) / total_n
+                           if total_n else 0.0)
+    return out

@@ -1,0 +1,185 @@
+"""The MAPF-FrozenLake testbed (SPEC §1): proposal space, sampling, reward and evaluation.
+
+* Proposal: ``GeneratorConfig`` (per size: data, hole and wait ratios); ``project`` legalises any
+  JSON value and records each edit.
+* ``sample``: ``n`` training instances with ``train_agents`` (2) agents from the generator,
+  deterministic in (proposal, n, seed).
+* ``score``: the adaptive reward of SPEC §1.3 with the completion's token count.
+* ``evaluate``: one ``policy.generate`` call over the fixed eval suites (3, 4, 5 agents × 8 sizes).
+  ``EvalReport.score`` is the **valid rate over all eval instances** (all suites pooled): it is
+  the paper's headline metric, lies in [0, 1] and, unlike the optimal rate, still moves when a
+  weak policy starts producing correct but suboptimal plans. Optimal rates are in ``metrics``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from testbeds.base import Change, Completion, EvalReport, Policy, Task, Testbed
+from testbeds.mapf_frozenlake.config import GeneratorConfig, random_config
+from testbeds.mapf_frozenlake.config import project as project_config
+from testbeds.mapf_frozenlake.generator import generate
+from testbeds.mapf_frozenlake.instance import Instance
+from testbeds.mapf_frozenlake.prompts import render_prompt
+from testbeds.mapf_frozenlake.reward import AdaptiveReward, accuracy, length_reward
+from testbeds.mapf_frozenlake.suites import build_suite, flat_metrics, summarize
+from testbeds.mapf_frozenlake.validate import validate
+
+
+class MAPFTestbedConfig(BaseModel):
+    """Settings of the MAPF-FrozenLake testbed (the ``testbed`` section of a run config)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: Literal["mapf_frozenlake"] = "mapf_frozenlake"
+    """Registry name."""
+    train_agents: int = Field(2, ge=1, le=8)
+    """Agents per training instance (the paper trains on 2)."""
+    eval_agents: list[int] = Field(default_factory=lambda: [3, 4, 5])
+    """Agent counts of the eval suites (the paper evaluates 3, 4 and 5)."""
+    eval_instances_per_size: int = Field(10, ge=1)
+    """Eval instances per map size and suite (8 sizes; keep small for CPU demos)."""
+    eval_seed: int = 1234
+    """Seed of the eval suites; fixed so every round and engineer sees the same instances."""
+    eval_hole_ratio: float = Field(0.2, ge=0.0, le=0.5)
+    """Hole ratio of eval maps (FrozenLake's default density)."""
+    eval_max_new_tokens: int | None = None
+    """Generation length cap passed to the policy at eval (``None``: the policy's default)."""
+    eval_samples: int = Field(6, ge=0)
+    """Examples kept in ``EvalReport.samples`` (half valid, half failing when possible)."""
+    initial_proposal: Literal["random"] | GeneratorConfig = "random"
+    """Round-0 config: ``"random"`` (the paper's cold start) or an explicit ``GeneratorConfig``."""
+    solver_time_budget_s: float = Field(1.0, gt=0)
+    """Per-instance solver time budget when generating training data (over-budget draws are
+    rejected and redrawn)."""
+    solver_node_budget: int = Field(5000, ge=1)
+    """Per-instance CBS node budget when generating training data."""
+    short_threshold: int = Field(1500, ge=1)
+    """Responses of at most this many tokens are 'short' (zero length penalty)."""
+    max_tokens: int = Field(4096, ge=2)
+    """Length at which the length penalty reaches −1."""
+    ema_decay: float = Field(0.9, ge=0.0, lt=1.0)
+    """Decay of the EMA of the short-response fraction driving the adaptive weights."""
+    workers: int | None = None
+    """Generation processes (``None``: up to 2 for large batches)."""
+
+
+class MAPFTestbed(Testbed):
+    """Multi-agent path finding on FrozenLake grids."""
+
+    name: ClassVar[str] = "mapf_frozenlake"
+    proposal_model: ClassVar[type[BaseModel]] = GeneratorConfig
+
+    def __init__(self, config: MAPFTestbedConfig | None = None, *, seed: int = 0) -> None:
+        self.config = config or MAPFTestbedConfig()
+        self.seed = seed
+        self.reward = AdaptiveReward(short_threshold=self.config.short_threshold,
+                                     max_tokens=self.config.max_tokens,
+                                     decay=self.config.ema_decay)
+        self._suites: list[Instance] | None = None
+
+    # -- proposal space -----------------------------------------------------------------------
+    def initial_proposal(self, rng: np.random.Generator) -> GeneratorConfig:
+        if isinstance(self.config.initial_proposal, GeneratorConfig):
+            return self.config.initial_proposal.model_copy(deep=True)
+        return random_config(rng)
+
+    def random_proposal(self, rng: np.random.Generator) -> GeneratorConfig:
+        return random_config(rng)
+
+    def project(self, raw: Any, previous: BaseModel) -> tuple[GeneratorConfig, list[Change]]:
+        if not isinstance(previous, GeneratorConfig):
+            previous = GeneratorConfig.model_validate(
+                previous.model_dump() if isinstance(previous, BaseModel) else previous)
+        return project_config(raw, previous)
+
+    # -- data and scoring ---------------------------------------------------------------------
+    def generate(self, proposal: GeneratorConfig, n: int, seed: int):
+        """The raw ``GenerationResult`` behind ``sample`` (with the per-size report)."""
+        if not isinstance(proposal, GeneratorConfig):
+            proposal = GeneratorConfig.model_validate(proposal.model_dump())
+        return generate(proposal, n, agents=self.config.train_agents, seed=seed,
+                        workers=self.config.workers,
+                        time_budget_s=self.config.solver_time_budget_s,
+                        node_budget=self.config.solver_node_budget)
+
+    def sample(self, proposal: BaseModel, n: int, seed: int) -> list[Task]:
+        res = self.generate(proposal, n, seed)  # type: ignore[arg-type]
+        return [self.task_of(inst) for inst in res.instances]
+
+    @staticmethod
+    def task_of(inst: Instance) -> Task:
+        return Task(
+            id=inst.id or "",
+            messages=render_prompt(inst),
+            data=inst.to_dict(),
+            features={"size": inst.size, "agents": inst.num_agents,
+                      "hole_ratio": inst.hole_ratio, "needs_wait": bool(inst.needs_wait),
+                      "optimal_cost": inst.optimal_cost},
+        )
+
+    def score(self, task: Task, completion: Completion) -> tuple[float, dict[str, Any]]:
+        inst = Instance.from_dict(task.data)
+        verdict = validate(inst, completion.text)
+        r = self.reward(verdict, completion.num_tokens)
+        info = verdict.to_dict()
+        info.update(reward=r,
+                    accuracy=accuracy(verdict.valid, verdict.cost, verdict.optimal_cost),
+                    length=length_reward(completion.num_tokens, self.config.short_threshold,
+                                         self.config.max_tokens),
+                    weights=list(self.reward.weights), num_tokens=completion.num_tokens)
+        return r, info
+
+    def observe_training_batch(self, completions: Sequence[Completion]) -> None:
+        self.reward.update([c.num_tokens for c in completions])
+
+    # -- evaluation ---------------------------------------------------------------------------
+    def eval_instances(self) -> list[Instance]:
+        """All eval suites, in suite then size order (cached on disk and in memory)."""
+        if self._suites is None:
+            insts: list[Instance] = []
+            for k in self.config.eval_agents:
+                insts.extend(build_suite(k, self.config.eval_instances_per_size,
+                                         self.config.eval_seed, self.config.eval_hole_ratio,
+                                         workers=self.config.workers))
+            self._suites = insts
+        return self._suites
+
+    def eval_tasks(self) -> list[Task]:
+        return [self.task_of(i) for i in self.eval_instances()]
+
+    def evaluate(self, policy: Policy, *, seed: int = 0) -> EvalReport:
+        insts = self.eval_instances()
+        tasks = [self.task_of(i) for i in insts]
+        comps = policy.generate(tasks, max_new_tokens=self.config.eval_max_new_tokens, seed=seed)
+        if len(comps) != len(tasks):
+            raise ValueError(f"policy returned {len(comps)} completions for {len(tasks)} tasks")
+        verdicts = [validate(i, c.text) for i, c in zip(insts, comps)]
+        tokens = [c.num_tokens for c in comps]
+        breakdown = summarize(insts, verdicts, tokens)
+        metrics = flat_metrics(breakdown)
+        samples = self._samples(tasks, comps, verdicts)
+        return EvalReport(score=metrics["valid_rate"], metrics=metrics,
+                          breakdown=breakdown.model_dump(), samples=samples)
+
+    def _samples(self, tasks, comps, verdicts) -> list[dict[str, Any]]:
+        m = self.config.eval_samples
+        good = [i for i, v in enumerate(verdicts) if v.valid]
+        bad = [i for i, v in enumerate(verdicts) if not v.valid]
+        pick = good[: m // 2] + bad[: m - min(len(good), m // 2)]
+        pick = (pick + good[m // 2:])[:m]
+        return [{"id": tasks[i].id, "prompt": tasks[i].messages[-1]["content"],
+                 "response": comps[i].text, "verdict": verdicts[i].to_dict()}
+                for i in sorted(pick)]
+
+    # -- state --------------------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        return {"reward": self.reward.state_dict()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        if "reward" in state:
+            self.reward.load_state_dict(state["reward"])

@@ -1,0 +1,179 @@
+"""The eight validity checks of a MAPF-FrozenLake answer (SPEC §1.2), each reported separately.
+
+| check          | passes when                                                              |
+|----------------|--------------------------------------------------------------------------|
+| parsable       | at least one path could be extracted (``parse.parse_plan``)              |
+| legal_move     | every step of every path moves Manhattan distance ≤ 1 (wait = 0)         |
+| conflict_free  | no two agents share a cell at a time (paths padded with their last cell: |
+|                | an agent rests on its final cell), and no two agents swap cells          |
+| goal_reached   | every parsed agent that has a goal ends on it                            |
+| start_correct  | every parsed agent that has a start begins on it                         |
+| agent_count    | the number of parsed paths equals the instance's number of agents        |
+| hole_free      | no in-bounds cell of any path is a hole                                  |
+| in_bounds      | every cell of every path lies on the grid                                |
+
+The checks are independent by construction (a hole check ignores off-grid cells, a goal check
+covers only agents that were parsed, …), so a plan with one kind of defect fails exactly one
+check. When the text is not parsable the other seven are ``None`` (not evaluated).
+
+Cost: sum over agents of the time of the last arrival at the goal (only for valid plans);
+``optimal`` = valid and cost == the instance's optimal cost. ``validate`` never raises.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from testbeds.mapf_frozenlake.instance import Instance
+from testbeds.mapf_frozenlake.parse import ParseResult, parse_plan
+
+CHECKS: tuple[str, ...] = ("parsable", "legal_move", "conflict_free", "goal_reached",
+                           "start_correct", "agent_count", "hole_free", "in_bounds")
+"""The eight checks, in the order of SPEC §1.2."""
+
+
+@dataclass
+class Verdict:
+    """Outcome of ``validate``."""
+
+    valid: bool
+    """All eight checks pass."""
+    checks: dict[str, bool | None]
+    """Per check: passed, failed, or ``None`` (not evaluated because unparsable)."""
+    reasons: dict[str, str] = field(default_factory=dict)
+    """Per failed check: the first offending detail."""
+    cost: int | None = None
+    """Sum of costs of the plan (valid plans only)."""
+    optimal_cost: int | None = None
+    """The instance's optimal cost, if known."""
+    optimal: bool = False
+    """Valid and ``cost == optimal_cost``."""
+    num_paths: int = 0
+    """Number of parsed agent paths."""
+    format: str = ""
+    """Parse format that matched."""
+
+    @property
+    def failed(self) -> list[str]:
+        return [c for c in CHECKS if self.checks.get(c) is False]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"valid": self.valid, "checks": dict(self.checks), "reasons": dict(self.reasons),
+                "cost": self.cost, "optimal_cost": self.optimal_cost, "optimal": self.optimal,
+                "num_paths": self.num_paths, "format": self.format}
+
+
+def validate(instance: Instance, text_or_parsed: str | ParseResult | list) -> Verdict:
+    """Run the eight checks on a response text, a ``ParseResult`` or a list of paths."""
+    try:
+        return _validate(instance, text_or_parsed)
+    except Exception as exc:  # pragma: no cover - defensive; fuzz tests keep this unused
+        checks = {c: None for c in CHECKS}
+        checks["parsable"] = False
+        return Verdict(False, checks, {"parsable": f"internal error: {type(exc).__name__}"},
+                       optimal_cost=instance.optimal_cost)
+
+
+def _validate(inst: Instance, x: Any) -> Verdict:
+    if isinstance(x, ParseResult):
+        pr = x
+    elif isinstance(x, str):
+        pr = parse_plan(x, inst.num_agents, inst.starts)
+    elif isinstance(x, (list, tuple)):
+        try:
+            paths = [[(int(c[0]), int(c[1])) for c in p] for p in x]
+            pr = ParseResult(bool(paths) and all(paths), paths, "paths",
+                             "" if paths and all(paths) else "empty path")
+        except (TypeError, ValueError, IndexError, KeyError):
+            pr = ParseResult(False, error="not a list of paths of (r, c)")
+    else:
+        pr = ParseResult(False, error=f"cannot validate a {type(x).__name__}")
+
+    if not pr.ok or not pr.paths or not all(pr.paths):
+        checks: dict[str, bool | None] = {c: None for c in CHECKS}
+        checks["parsable"] = False
+        return Verdict(False, checks, {"parsable": pr.error or "no paths"},
+                       optimal_cost=inst.optimal_cost, format=pr.format)
+
+    paths = pr.paths
+    h, w, holes = inst.h, inst.w, inst.holes
+    k = inst.num_agents
+    reasons: dict[str, str] = {}
+    ok_legal = ok_bounds = ok_holes = True
+    for i, p in enumerate(paths):
+        pr_, pc = p[0]
+        for t, (r, c) in enumerate(p):
+            if ok_bounds and not (0 <= r < h and 0 <= c < w):
+                ok_bounds = False
+                reasons["in_bounds"] = f"agent {i + 1} is off the grid at t={t}: ({r},{c})"
+            elif ok_holes and (r, c) in holes:
+                ok_holes = False
+                reasons["hole_free"] = f"agent {i + 1} enters hole ({r},{c}) at t={t}"
+            if t and ok_legal and abs(r - pr_) + abs(c - pc) > 1:
+                ok_legal = False
+                reasons["legal_move"] = (f"agent {i + 1} jumps from ({pr_},{pc}) to ({r},{c}) "
+                                         f"at t={t}")
+            pr_, pc = r, c
+
+    ok_start = True
+    ok_goal = True
+    for i in range(min(k, len(paths))):
+        if ok_start and paths[i][0] != inst.starts[i]:
+            ok_start = False
+            reasons["start_correct"] = f"agent {i + 1} starts at {paths[i][0]}, not {inst.starts[i]}"
+        if ok_goal and paths[i][-1] != inst.goals[i]:
+            ok_goal = False
+            reasons["goal_reached"] = f"agent {i + 1} ends at {paths[i][-1]}, not its goal {inst.goals[i]}"
+
+    ok_count = len(paths) == k
+    if not ok_count:
+        reasons["agent_count"] = f"{len(paths)} paths for {k} agents"
+
+    ok_conf = True
+    n = len(paths)
+    if n > 1:
+        T = max(len(p) for p in paths)
+        padded = [p + [p[-1]] * (T - len(p)) if len(p) < T else p for p in paths]
+        # vertex conflicts: all cells distinct at each time
+        for t in range(T):
+            col = [p[t] for p in padded]
+            if len(set(col)) < n:
+                seen: dict = {}
+                for i, cell in enumerate(col):
+                    if cell in seen:
+                        reasons["conflict_free"] = (f"agents {seen[cell] + 1} and {i + 1} both at "
+                                                    f"{cell} at t={t}")
+                        break
+                    seen[cell] = i
+                ok_conf = False
+                break
+            if t:
+                prev = {p[t - 1]: i for i, p in enumerate(padded)}
+                for i, p in enumerate(padded):
+                    a, b = p[t - 1], p[t]
+                    if a != b:
+                        j = prev.get(b)
+                        if j is not None and j != i and padded[j][t] == a:
+                            ok_conf = False
+                            reasons["conflict_free"] = (f"agents {i + 1} and {j + 1} swap "
+                                                        f"{a}<->{b} at t={t}")
+                            break
+                if not ok_conf:
+                    break
+
+    checks = {"parsable": True, "legal_move": ok_legal, "conflict_free": ok_conf,
+              "goal_reached": ok_goal, "start_correct": ok_start, "agent_count": ok_count,
+              "hole_free": ok_holes, "in_bounds": ok_bounds}
+    valid = ok_legal and ok_conf and ok_goal and ok_start and ok_count and ok_holes and ok_bounds
+    cost = None
+    optimal = False
+    if valid:
+        cost = 0
+        for p, g in zip(paths, inst.goals):
+            t = len(p) - 1
+            while t >= 0 and p[t] == g:
+                t -= 1
+            cost += t + 1
+        optimal = inst.optimal_cost is not None and cost == inst.optimal_cost
+    return Verdict(valid, checks, reasons, cost, inst.optimal_cost, optimal, len(paths), pr.format)
