@@ -1,0 +1,59 @@
+"""``curriculum sandbox try`` and ``doctor`` through Typer's test runner."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from curriculum.cli_sandbox import app
+
+PROGRAM = '''
+class LetterEnv:
+    def reset(self, seed=None):
+        print("noise on stdout")
+        return "pick a letter", {}
+
+    def step(self, action):
+        return f"you picked {action}", float(action == "b"), action == "b", False, {}
+'''
+
+
+def test_try_prints_each_result_and_a_final_json_line(tmp_path):
+    program = tmp_path / "env.py"
+    program.write_text(PROGRAM)
+    result = CliRunner().invoke(app, ["try", str(program), "--action", "a", "--action", "b"])
+    assert result.exit_code == 0, result.output
+    lines = result.output.strip().splitlines()
+    final = json.loads(lines[-1])
+    assert final["ok"] is True and final["error"] is None
+    assert [s["call"] for s in final["steps"]] == ["reset", "step", "step"]
+    assert final["steps"][2]["reward"] == 1.0 and final["steps"][2]["terminated"] is True
+    assert lines[0].startswith("reset:") and len(lines) == 4
+
+
+def test_try_reports_a_structured_error(tmp_path):
+    program = tmp_path / "env.py"
+    program.write_text(PROGRAM.replace("def step(self, action):", "def step(self, action:"))
+    result = CliRunner().invoke(app, ["try", str(program), "--action", "a"])
+    assert result.exit_code == 1
+    final = json.loads(result.output.strip().splitlines()[-1])
+    assert final["ok"] is False and final["steps"] == []
+    assert final["error"]["kind"] == "syntax_error" and final["error"]["line"] == 7
+
+
+def test_try_json_actions_and_failure_mid_episode(tmp_path):
+    program = tmp_path / "env.py"
+    program.write_text(PROGRAM.replace('float(action == "b")', 'float(action["x"])'))
+    result = CliRunner().invoke(app, ["try", str(program), "--json-actions",
+                                      "--action", '{"x": 2}', "--action", '{"y": 1}'])
+    assert result.exit_code == 1
+    final = json.loads(result.output.strip().splitlines()[-1])
+    assert [s["call"] for s in final["steps"]] == ["reset", "step"]
+    assert final["error"]["kind"] == "exception" and "KeyError" in final["error"]["detail"]
+
+
+def test_doctor_command():
+    result = CliRunner().invoke(app, ["doctor"])
+    assert result.exit_code == 0, result.output
+    assert "seccomp" in result.output and "MISSING" not in result.output
