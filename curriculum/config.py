@@ -37,24 +37,32 @@ class StrictModel(BaseModel):
 
 
 class PluginConfig(StrictModel):
-    """Base of a plugin's config section; ``name`` selects the plugin in its registry."""
+    """Base of a plugin's config section; ``name`` selects the plugin in its registry.
+
+    Plugins may use any pydantic model with a ``name`` field; inheriting from this one gives
+    the house defaults (unknown keys forbidden, field docstrings as descriptions).
+    """
 
     name: str
     """Registered name of the plugin."""
 
 
-def _plugin_section(registry: Registry, value: Any) -> BaseModel:
+def _plugin_section(registry: Registry, value: Any, default: str) -> BaseModel:
     """Validate a plugin section against the config class its ``name`` registered."""
     if isinstance(value, BaseModel):
         value = value.model_dump()
     if isinstance(value, str):
         value = {"name": value}
-    if not isinstance(value, dict) or "name" not in value:
+    if isinstance(value, dict) and "name" not in value:
+        value = {"name": default, **value}
+    if not isinstance(value, dict):
         raise ValueError(f"must be a mapping with a 'name' key (one of: {', '.join(registry.names())})")
     try:
         config_cls = registry.get(value["name"]).load_config()
     except UnknownName as err:
         raise ValueError(str(err)) from None
+    if "name" not in config_cls.model_fields:
+        raise TypeError(f"{config_cls.__qualname__} (config of {registry.kind} {value['name']!r}) needs a 'name' field")
     return config_cls.model_validate(value)
 
 
@@ -63,11 +71,11 @@ class RunConfig(StrictModel):
 
     model: ModelConfig = Field(default_factory=ModelConfig)
     """The starting policy."""
-    trainer: SerializeAsAny[PluginConfig] = Field(default_factory=lambda: {"name": "grpo"})
+    trainer: SerializeAsAny[BaseModel] = Field(default_factory=lambda: {"name": "grpo"})
     """The learner (``grpo`` or ``simulated``) and its hyper-parameters."""
-    testbed: SerializeAsAny[PluginConfig] = Field(default_factory=lambda: {"name": "mapf_frozenlake"})
+    testbed: SerializeAsAny[BaseModel] = Field(default_factory=lambda: {"name": "mapf_frozenlake"})
     """The environment family and its eval suites."""
-    engineer: SerializeAsAny[PluginConfig] = Field(default_factory=lambda: {"name": "random"})
+    engineer: SerializeAsAny[BaseModel] = Field(default_factory=lambda: {"name": "random"})
     """The environment engineer that designs each next round."""
     generation: GenerationConfig = Field(default_factory=GenerationConfig)
     """Generation settings for evaluation and for engineers that query a model."""
@@ -87,17 +95,17 @@ class RunConfig(StrictModel):
     @field_validator("trainer", mode="before")
     @classmethod
     def _trainer(cls, value: Any) -> BaseModel:
-        return _plugin_section(TRAINERS, value)
+        return _plugin_section(TRAINERS, value, _PLUGIN_DEFAULTS["trainer"])
 
     @field_validator("testbed", mode="before")
     @classmethod
     def _testbed(cls, value: Any) -> BaseModel:
-        return _plugin_section(TESTBEDS, value)
+        return _plugin_section(TESTBEDS, value, _PLUGIN_DEFAULTS["testbed"])
 
     @field_validator("engineer", mode="before")
     @classmethod
     def _engineer(cls, value: Any) -> BaseModel:
-        return _plugin_section(ENGINEERS, value)
+        return _plugin_section(ENGINEERS, value, _PLUGIN_DEFAULTS["engineer"])
 
     @field_validator("run_name")
     @classmethod
@@ -130,6 +138,11 @@ def parse_override(item: str) -> tuple[list[str], Any]:
         value = yaml.safe_load(raw) if raw.strip() else ""
     except yaml.YAMLError:
         value = raw
+    if isinstance(value, str):  # YAML 1.1 reads "1e-6" as a string; users mean a number
+        try:
+            value = float(value) if any(c in value.lower() for c in ".e") else int(value)
+        except ValueError:
+            pass
     return key.strip().split("."), value
 
 
@@ -207,7 +220,7 @@ def _valid_keys(loc: list[str], data: dict[str, Any]) -> list[str]:
             return []
         node = node.get(part) if isinstance(node, dict) else None
         if i == 0 and part in _PLUGIN_REGISTRIES:
-            name = node.get("name") if isinstance(node, dict) else node
+            name = node.get("name", _PLUGIN_DEFAULTS[part]) if isinstance(node, dict) else node
             try:
                 model = _PLUGIN_REGISTRIES[part].get(str(name)).load_config()
             except UnknownName:
@@ -219,6 +232,7 @@ def _valid_keys(loc: list[str], data: dict[str, Any]) -> list[str]:
 
 
 _PLUGIN_REGISTRIES = {"trainer": TRAINERS, "testbed": TESTBEDS, "engineer": ENGINEERS}
+_PLUGIN_DEFAULTS = {"trainer": "grpo", "testbed": "mapf_frozenlake", "engineer": "random"}
 
 
 def _model_in(annotation: Any) -> type[BaseModel] | None:

@@ -192,7 +192,7 @@ class GRPOTrainerAdapter(Trainer):
             scale_rewards=cfg.scale_rewards,
             max_completion_length=cfg.max_completion_length,
             temperature=cfg.temperature,
-            gradient_checkpointing=cfg.gradient_checkpointing,
+            **({"gradient_checkpointing": True} if cfg.gradient_checkpointing else {}),
             bf16=cfg.bf16,
             use_cpu=not _cuda(),
             use_vllm=self._use_vllm(),
@@ -211,7 +211,7 @@ class GRPOTrainerAdapter(Trainer):
     def train_round(self, tasks: Sequence[Task], *, round_index: int, seed: int,
                     log: LogFn | None = None) -> dict[str, float]:
         from datasets import Dataset
-        from transformers import TrainerCallback
+        from transformers import PrinterCallback, TrainerCallback
         from trl import GRPOTrainer
 
         by_index = list(tasks)
@@ -249,6 +249,8 @@ class GRPOTrainerAdapter(Trainer):
             callbacks=[_Forward()],
             optimizers=(self.optimizer, _constant_schedule(self.optimizer)) if self.optimizer else (None, None),
         )
+        # Progress and metrics go through our reporter and metrics.jsonl, not TRL's printer.
+        trainer.remove_callback(PrinterCallback)
         result = trainer.train()
         # TRL may have wrapped the model; keep the plain module for the next round.
         self.model = trainer.accelerator.unwrap_model(trainer.model)

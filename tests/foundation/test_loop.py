@@ -1,0 +1,108 @@
+"""End to end: real GRPO rounds (tiny model) on MAPF-FrozenLake, atomic commits, exact resume."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from curriculum.config import ConfigError, load_config
+from curriculum.loop import run
+from curriculum.rundir import RunDir
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def tiny_overrides(model_dir: Path, out: Path, **extra: object) -> list[str]:
+    sets = {
+        "model.name_or_path": str(model_dir),
+        "trainer.prompts_per_step": 2,
+        "trainer.num_generations": 2,
+        "trainer.max_steps_per_round": 2,
+        "trainer.max_completion_length": 12,
+        "trainer.beta": 0.0,
+        "testbed.eval_agents": "[3]",
+        "testbed.eval_instances_per_size": 1,
+        "generation.max_new_tokens": 8,
+        "rounds": 2,
+        "tasks_per_round": 8,
+        "output_dir": str(out),
+        "run_name": "run",
+    }
+    sets.update(extra)
+    return [f"{k}={v}" for k, v in sets.items()]
+
+
+def tree_digest(path: Path) -> dict[str, str]:
+    return {str(p.relative_to(path)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(path.rglob("*")) if p.is_file()}
+
+
+def test_two_rounds_write_complete_round_dirs(tiny_model_dir, tmp_path):
+    config = load_config(None, tiny_overrides(tiny_model_dir, tmp_path))
+    result = run(config)
+    assert [r.round for r in result.history] == [0, 1]
+    run_dir = RunDir.open(result.run_dir)
+    assert run_dir.completed_rounds() == [0, 1]
+    r0 = run_dir.round_dir(0)
+    for name in ("proposal.json", "train_metrics.json", "eval.json", "design.json", "state.json",
+                 "checkpoint/model/config.json", "checkpoint/optimizer.pt"):
+        assert (r0 / name).is_file(), name
+    # The design of round 0 is exactly what round 1 trained on.
+    design = json.loads((r0 / "design.json").read_text())
+    assert json.loads((run_dir.round_dir(1) / "proposal.json").read_text()) == design["projected"]
+    assert not (run_dir.round_dir(1) / "design.json").exists()  # no design after the last round
+    assert result.history[0].train_metrics["train/steps"] == 2
+    events = [json.loads(line) for line in run_dir.metrics_path.read_text().splitlines()]
+    assert {e.get("event") for e in events} >= {"eval", "design", "round_committed"}
+
+
+def test_resume_refuses_a_different_config(tiny_model_dir, tmp_path):
+    config = load_config(None, tiny_overrides(tiny_model_dir, tmp_path, rounds=1))
+    result = run(config)
+    changed = load_config(None, tiny_overrides(tiny_model_dir, tmp_path, rounds=1, seed=5))
+    with pytest.raises(ConfigError, match=r"seed: 0 -> 5"):
+        run(changed, resume=result.run_dir)
+
+
+def test_resume_matches_uninterrupted_run(tiny_model_dir, tmp_path):
+    full = run(load_config(None, tiny_overrides(tiny_model_dir, tmp_path / "a", rounds=3)))
+    # Run the same config in a subprocess, SIGKILL it right after round 0 is committed, resume.
+    resumed = _kill_after_round(tiny_model_dir, tmp_path / "b", rounds=3, kill_when=0)
+    assert [r.eval.score for r in resumed.history] == [r.eval.score for r in full.history]
+    assert [r.proposal for r in resumed.history] == [r.proposal for r in full.history]
+
+
+def _kill_after_round(model_dir: Path, out: Path, *, rounds: int, kill_when: int):
+    sets = tiny_overrides(model_dir, out, rounds=rounds)
+    cmd = [sys.executable, "-m", "curriculum.cli", "run", *sum((["--set", s] for s in sets), [])]
+    env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE"}
+    run_path = out / "run"
+    if run_path.exists():
+        import shutil
+
+        shutil.rmtree(run_path)
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 240
+    committed = run_path / "rounds" / f"round_{kill_when:03d}"
+    while not committed.is_dir():
+        assert proc.poll() is None, proc.stderr.read().decode()[-3000:]
+        assert time.monotonic() < deadline, "round was not committed in time"
+        time.sleep(0.05)
+    before = tree_digest(committed)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    run_dir = RunDir.open(run_path)
+    assert run_dir.completed_rounds()[0] == kill_when
+    config = run_dir.saved_config()
+    result = run(config, resume=run_path)
+    assert tree_digest(committed) == before, "a committed round changed during resume"
+    assert not list((run_path / "rounds").glob(".round_*"))
+    return result
