@@ -1,0 +1,310 @@
+"""``optuna``: black-box search over the testbed's generator config, one trial per round.
+
+Search space (built from the testbed's proposal model, ``{"sizes": {size: {...}}}``): for every
+size and every per-size field with bounds [lo, hi] other than ``data_ratio``, a float
+``<field>/<size>`` uniform on [lo, hi]. The data ratios must lie on the simplex; two
+parametrisations always yield a valid one:
+
+* ``weights`` (default): w_s ~ U(0, 1) per size, data_ratio_s = w_s / Σ_t w_t (all zero →
+  uniform);
+* ``stick_breaking``: u_i ~ U(0, 1) for the first K − 1 sizes,
+  v_i = 1 − (1 − u_i)^{1/(K−1−i)} (the Beta(1, K−1−i) quantile, so uniform u give a flat
+  Dirichlet), data_ratio_i = v_i · Π_{j<i} (1 − v_j), and the last size takes the remainder.
+
+Trials and rounds: trial T_r (user attribute ``round = r``) is the config that round r trains on.
+The loop calls ``design`` after round r's eval, so ``design`` first **tells** T_r its value and
+then **asks** T_{r+1}. T_0, the round-0 config the engineer did not choose, is enqueued from the
+starting proposal. The objective (maximised) is, with s_r the eval score after round r:
+
+* ``improvement`` (default): y_r = s_r − s_{r−1}, with s_{−1} the baseline eval of the untrained
+  policy (``eval_before_training: true``); without a baseline T_0 is marked FAIL (no value);
+* ``score``: y_r = s_r.
+
+The last round's trial is told in ``on_round_end``. Storage: SQLite ``optuna.db`` in the run dir
+(``optuna-dashboard sqlite:///RUN/optuna.db`` opens it); without a run dir, in memory.
+Resume is idempotent: trials are keyed by round, so a re-run round whose trial is already
+complete is not told twice, and an asked-but-uncommitted T_{r+1} is reused rather than asked
+again. The sampler is rebuilt at every call with a seed drawn from the controller's per-round
+RNG, so a resumed run asks exactly what an uninterrupted one would.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from curriculum.config import PluginConfig
+from curriculum.records import Design, RoundReport
+from engineers.base import DesignContext, Engineer
+from testbeds.base import Testbed
+
+DB_FILE = "optuna.db"
+"""The study's SQLite file inside the run dir."""
+ROUND_ATTR = "round"
+"""User attribute that keys a trial to the round that trains on its config."""
+
+
+class OptunaEngineerConfig(PluginConfig):
+    """Sampler, objective and parametrisation of the Optuna engineer."""
+
+    name: Literal["optuna"] = "optuna"
+    """Selects this engineer."""
+    sampler: Literal["tpe", "random", "cmaes", "gp", "qmc"] = "tpe"
+    """Optuna sampler (``cmaes`` needs the ``cmaes`` package; ``gp`` and ``qmc`` need scipy)."""
+    n_startup_trials: int = Field(3, ge=0)
+    """Trials sampled at random before the model-based sampler takes over (TPE, CMA-ES, GP).
+    Counts trial 0 (the starting config); 3 leaves model-based trials in a run of 5–6 rounds."""
+    objective: Literal["improvement", "score"] = "improvement"
+    """Value told for each trial: the eval score's gain over the previous round, or the score."""
+    simplex: Literal["weights", "stick_breaking"] = "weights"
+    """How the data ratios are parametrised (both always give a valid simplex)."""
+    multivariate: bool = True
+    """TPE: model the parameters jointly rather than one by one."""
+    study_name: str = "curriculum"
+    """Name of the study inside the SQLite storage."""
+
+
+# --------------------------------------------------------------------------------------------
+# search space
+# --------------------------------------------------------------------------------------------
+
+def _bounds(model: type[BaseModel], field: str) -> tuple[float, float]:
+    lo, hi = -math.inf, math.inf
+    for meta in model.model_fields[field].metadata:
+        lo = float(getattr(meta, "ge", lo) if getattr(meta, "ge", None) is not None else lo)
+        hi = float(getattr(meta, "le", hi) if getattr(meta, "le", None) is not None else hi)
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        raise ValueError(f"{model.__name__}.{field} needs finite ge/le bounds to be searched")
+    return lo, hi
+
+
+@dataclass(frozen=True)
+class SearchSpace:
+    """Per-size search space of a ``{"sizes": {size: item}}`` proposal (see module docstring)."""
+
+    sizes: tuple[str, ...]
+    fields: dict[str, tuple[float, float]]
+    """Searched per-size fields other than ``data_ratio`` → bounds."""
+    simplex: str = "weights"
+
+    @classmethod
+    def of(cls, proposal: BaseModel, simplex: str = "weights") -> SearchSpace:
+        sizes = getattr(proposal, "sizes", None)
+        if not isinstance(sizes, dict) or not sizes:
+            raise ValueError("the optuna engineer needs a proposal with a per-size 'sizes' mapping")
+        item = type(next(iter(sizes.values())))
+        if "data_ratio" not in item.model_fields:
+            raise ValueError(f"{item.__name__} has no data_ratio field")
+        fields = {f: _bounds(item, f) for f in item.model_fields if f != "data_ratio"}
+        return cls(tuple(sizes), fields, simplex)
+
+    def distributions(self) -> dict[str, Any]:
+        from optuna.distributions import FloatDistribution
+
+        out: dict[str, Any] = {}
+        names = self.sizes if self.simplex == "weights" else self.sizes[:-1]
+        prefix = "data_weight" if self.simplex == "weights" else "data_stick"
+        for s in names:
+            out[f"{prefix}/{s}"] = FloatDistribution(0.0, 1.0)
+        for f, (lo, hi) in self.fields.items():
+            for s in self.sizes:
+                out[f"{f}/{s}"] = FloatDistribution(lo, hi)
+        return out
+
+    def to_proposal(self, params: dict[str, float]) -> dict[str, Any]:
+        """Trial params → raw proposal ``{"sizes": {...}}`` whose data ratios sum to 1."""
+        ratios = (weights_to_simplex([params[f"data_weight/{s}"] for s in self.sizes])
+                  if self.simplex == "weights"
+                  else sticks_to_simplex([params[f"data_stick/{s}"] for s in self.sizes[:-1]]))
+        return {"sizes": {s: {"data_ratio": ratios[i],
+                              **{f: float(params[f"{f}/{s}"]) for f in self.fields}}
+                          for i, s in enumerate(self.sizes)}}
+
+    def to_params(self, proposal: dict[str, Any]) -> dict[str, float]:
+        """Inverse of ``to_proposal`` (for enqueueing a given config, e.g. round 0's)."""
+        sizes = proposal["sizes"]
+        ratios = [float(sizes[s]["data_ratio"]) for s in self.sizes]
+        params: dict[str, float] = {}
+        if self.simplex == "weights":
+            for s, w in zip(self.sizes, simplex_to_weights(ratios)):
+                params[f"data_weight/{s}"] = w
+        else:
+            for s, u in zip(self.sizes[:-1], simplex_to_sticks(ratios)):
+                params[f"data_stick/{s}"] = u
+        for f, (lo, hi) in self.fields.items():
+            for s in self.sizes:
+                params[f"{f}/{s}"] = min(hi, max(lo, float(sizes[s][f])))
+        return params
+
+
+def weights_to_simplex(weights: list[float]) -> list[float]:
+    """w / Σw (uniform when every weight is 0)."""
+    total = sum(weights)
+    if total <= 0:
+        return [1.0 / len(weights)] * len(weights)
+    return [w / total for w in weights]
+
+
+def simplex_to_weights(ratios: list[float]) -> list[float]:
+    """A weight vector in [0, 1] that ``weights_to_simplex`` maps back to ``ratios``."""
+    top = max(ratios)
+    return [r / top for r in ratios] if top > 0 else [1.0] * len(ratios)
+
+
+def sticks_to_simplex(u: list[float]) -> list[float]:
+    """Stick-breaking with Beta(1, K−1−i) quantiles: K−1 uniforms → a point of the K-simplex."""
+    K = len(u) + 1
+    out, rest = [], 1.0
+    for i, ui in enumerate(u):
+        v = 1.0 - (1.0 - min(1.0, max(0.0, ui))) ** (1.0 / (K - 1 - i))
+        out.append(rest * v)
+        rest *= 1.0 - v
+    out.append(rest)
+    return out
+
+
+def simplex_to_sticks(ratios: list[float]) -> list[float]:
+    """Inverse of ``sticks_to_simplex`` (u_i = 1 − (1 − v_i)^{K−1−i}, v_i = r_i / remaining)."""
+    K = len(ratios)
+    out, rest = [], 1.0
+    for i, r in enumerate(ratios[:-1]):
+        v = min(1.0, max(0.0, r / rest)) if rest > 1e-12 else 0.0
+        out.append(1.0 - (1.0 - v) ** (K - 1 - i))
+        rest -= r
+    return out
+
+
+def objective_value(scores: dict[int, float], round_index: int, objective: str,
+                    baseline: float | None) -> float | None:
+    """y_r of the module docstring from round → eval score; ``None`` when it is undefined
+    (improvement without s_{r−1})."""
+    score = scores[round_index]
+    if objective == "score":
+        return score
+    previous = scores.get(round_index - 1, baseline if round_index == 0 else None)
+    return None if previous is None else score - previous
+
+
+def make_sampler(config: OptunaEngineerConfig, seed: int) -> Any:
+    """The configured sampler, seeded."""
+    import optuna
+
+    n = config.n_startup_trials
+    if config.sampler == "tpe":
+        return optuna.samplers.TPESampler(n_startup_trials=n, seed=seed, multivariate=config.multivariate)
+    if config.sampler == "random":
+        return optuna.samplers.RandomSampler(seed=seed)
+    if config.sampler == "cmaes":
+        return optuna.samplers.CmaEsSampler(n_startup_trials=n, seed=seed)
+    if config.sampler == "gp":
+        return optuna.samplers.GPSampler(n_startup_trials=n, seed=seed)
+    return optuna.samplers.QMCSampler(seed=seed)
+
+
+# --------------------------------------------------------------------------------------------
+# engineer
+# --------------------------------------------------------------------------------------------
+
+class OptunaEngineer(Engineer):
+    """Each round is one trial: tell the last round's value, ask the next config."""
+
+    name = "optuna"
+
+    def __init__(self, config: OptunaEngineerConfig, *, run_dir: str | None = None) -> None:
+        super().__init__(config, run_dir=run_dir)
+        self._space: SearchSpace | None = None
+        self._storage: Any = None
+        self._scores: dict[int, float] = {}
+        self._baseline: float | None = None
+
+    # -- storage ------------------------------------------------------------------------------
+    @property
+    def storage_url(self) -> str | None:
+        return f"sqlite:///{Path(self.run_dir).resolve() / DB_FILE}" if self.run_dir else None
+
+    def _study(self, seed: int) -> Any:
+        import optuna
+
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        if self._storage is None:
+            self._storage = self.storage_url or optuna.storages.InMemoryStorage()
+        return optuna.create_study(storage=self._storage, study_name=self.config.study_name,
+                                   direction="maximize", load_if_exists=True,
+                                   sampler=make_sampler(self.config, seed))
+
+    def on_run_start(self, testbed: Testbed, initial_proposal: BaseModel) -> None:
+        self._space = SearchSpace.of(initial_proposal, self.config.simplex)
+        self._study(0)  # create the study file now, so a dashboard can open it from round 0
+
+    @staticmethod
+    def _trial_for(study: Any, round_index: int) -> Any:
+        found = [t for t in study.get_trials(deepcopy=False) if t.user_attrs.get(ROUND_ATTR) == round_index]
+        return found[-1] if found else None
+
+    def _baseline_score(self) -> float | None:
+        if self._baseline is None and self.run_dir:
+            path = Path(self.run_dir) / "baseline_eval.json"
+            if path.is_file():
+                self._baseline = float(json.loads(path.read_text())["score"])
+        return self._baseline
+
+    def _tell(self, study: Any, round_index: int) -> dict[str, Any]:
+        """Tell the trial of ``round_index`` its value, unless it is no longer running."""
+        from optuna.trial import TrialState
+
+        trial = self._trial_for(study, round_index)
+        if trial is None or trial.state != TrialState.RUNNING:
+            return {"told": False, "trial": None if trial is None else trial.number,
+                    "reason": "no running trial for this round (told on an earlier attempt)"}
+        value = objective_value(self._scores, round_index, self.config.objective, self._baseline_score())
+        if value is None:
+            study.tell(trial.number, state=TrialState.FAIL)
+            return {"told": True, "trial": trial.number, "value": None,
+                    "reason": "improvement undefined without a previous score (no baseline eval)"}
+        study.tell(trial.number, value)
+        return {"told": True, "trial": trial.number, "value": value}
+
+    # -- the engineer -------------------------------------------------------------------------
+    def design(self, ctx: DesignContext) -> Design:
+        if self._space is None:
+            self._space = SearchSpace.of(ctx.proposal, self.config.simplex)
+        space = self._space
+        study = self._study(int(ctx.rng.integers(0, 2**31 - 1)))
+        r = ctx.round
+        self._scores.update({h.round: h.eval.score for h in ctx.history})
+        if self._trial_for(study, r) is None:  # round 0: the starting config becomes trial 0
+            study.enqueue_trial(space.to_params(ctx.proposal.model_dump(mode="json")),
+                                user_attrs={ROUND_ATTR: r, "origin": "given"})
+            study.ask(space.distributions())
+        told = self._tell(study, r)
+
+        from optuna.trial import TrialState
+
+        pending = self._trial_for(study, r + 1)
+        if pending is not None and pending.state == TrialState.RUNNING:
+            params, number, reused = pending.params, pending.number, True
+        else:
+            trial = study.ask(space.distributions())
+            trial.set_user_attr(ROUND_ATTR, r + 1)
+            trial.set_user_attr("origin", "asked")
+            params, number, reused = trial.params, trial.number, False
+        raw = space.to_proposal(params)
+        return Design(raw=raw, notes={"trial": number, "reused_pending_trial": reused, "tell": told,
+                                      "sampler": self.config.sampler, "objective": self.config.objective,
+                                      "storage": self.storage_url or "memory"})
+
+    def on_round_end(self, report: RoundReport) -> None:
+        self._scores[report.round] = report.eval.score
+        if report.design is None and self._space is not None:  # the last round: tell its trial
+            self._tell(self._study(0), report.round)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"scores": {str(r): s for r, s in sorted(self._scores.items())}}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self._scores = {int(k): float(v) for k, v in state.get("scores", {}).items()}
