@@ -23,6 +23,7 @@ reach the protocol pipes.
 from __future__ import annotations
 
 import builtins
+import gc
 import io
 import json
 import os
@@ -268,8 +269,9 @@ def to_jsonable(value):
     return list(value) if isinstance(value, tuple) else value
 
 
-def child_main(request: dict, settings: dict, prelude: dict, rfd: int, wfd: int) -> None:
-    """Body of a forked instance: build the environment, then serve calls until EOF."""
+def child_main(settings: dict, prelude: dict, rfd: int, wfd: int) -> None:
+    """Body of a forked instance: confine itself, wait for its ``load`` request, build the
+    environment, then serve calls until EOF. Forked ahead of time as the zygote's spare."""
     os.setsid()
     null = os.open("/dev/null", os.O_RDWR)
     os.dup2(null, 1)
@@ -280,6 +282,10 @@ def child_main(request: dict, settings: dict, prelude: dict, rfd: int, wfd: int)
     captured = CappedText(settings["max_output_chars"])
     sys.stdout = sys.stderr = captured
     tb_limit = settings["max_traceback_chars"]
+    try:
+        request = json.loads(read_frame(rfd, settings["max_request_bytes"]))
+    except FrameError:
+        return
 
     def reply(message: dict) -> None:
         message["output"] = captured.take()
@@ -342,6 +348,7 @@ class Zygote:
         self.rfd, self.wfd, self.settings, self.prelude = rfd, wfd, settings, prelude
         self.child_pid: int | None = None
         self.to_child = self.from_child = -1
+        self.spare: tuple[int, int, int] | None = None  # (pid, to_child, from_child)
 
     def serve(self) -> None:
         """Answer requests from the host until it closes the pipe."""
@@ -353,13 +360,15 @@ class Zygote:
                 return
             op = message.get("op")
             if op == "load":
-                self.end_instance()
+                if self.child_pid is not None:
+                    self.end_instance()
                 self.reply_raw(self.start_instance(message))
             elif op in ("reset", "step", "call"):
                 self.reply_raw(self.relay(message))
             elif op == "close":
                 killed = self.end_instance()
                 send(self.wfd, {"ok": True, "value": {"killed": killed}})
+                self.fork_spare()
             elif op == "ping":
                 send(self.wfd, {"ok": True, "value": "pong"})
             else:
@@ -368,8 +377,10 @@ class Zygote:
     def reply_raw(self, payload: bytes) -> None:
         write_frame(self.wfd, payload)
 
-    def start_instance(self, message: dict) -> bytes:
-        """Fork a child for a new environment and relay its load reply."""
+    def fork_spare(self) -> None:
+        """Fork the next instance now, off the critical path; it waits for its ``load``."""
+        if self.spare is not None:
+            return
         host_r, child_w = os.pipe()
         child_r, host_w = os.pipe()
         pid = os.fork()
@@ -378,14 +389,19 @@ class Zygote:
                 os.close(fd)
             code = 0
             try:
-                child_main(message, self.settings, self.prelude, child_r, child_w)
+                child_main(self.settings, self.prelude, child_r, child_w)
             except BaseException:  # noqa: BLE001 - the child must never return into the zygote
                 code = 70
             os._exit(code)
         os.close(child_r)
         os.close(child_w)
-        self.child_pid, self.to_child, self.from_child = pid, host_w, host_r
-        return self.await_reply(message["deadline_s"])
+        self.spare = (pid, host_w, host_r)
+
+    def start_instance(self, message: dict) -> bytes:
+        """Hand the program to the spare child and relay its load reply."""
+        self.fork_spare()
+        (self.child_pid, self.to_child, self.from_child), self.spare = self.spare, None
+        return self.relay(message)
 
     def relay(self, message: dict) -> bytes:
         """Forward one call to the live child and wait for its answer."""
@@ -430,21 +446,26 @@ class Zygote:
             if fd >= 0:
                 os.close(fd)
         self.to_child = self.from_child = -1
+        killed = 0
         if self.child_pid is not None:
             try:
                 os.kill(self.child_pid, signal.SIGKILL)
-            except ProcessLookupError:
+                killed += 1
+                if self.settings["own_pid_namespace"]:
+                    os.waitpid(self.child_pid, 0)  # its descendants are found in /proc below
+            except (ProcessLookupError, ChildProcessError):
                 pass
-        killed = kill_strays(self.settings["own_pid_namespace"], self.child_pid)
+        keep = {self.spare[0]} if self.spare else set()
+        killed += kill_strays(self.settings["own_pid_namespace"], self.child_pid, keep)
         self.child_pid = None
         return killed
 
 
-def list_live_pids() -> list[int]:
-    """Live (non-zombie) processes visible in /proc other than pid 1 and this one."""
+def list_live_pids(keep: set[int]) -> list[int]:
+    """Live (non-zombie) processes visible in /proc other than pid 1, this one and ``keep``."""
     me, pids = os.getpid(), []
     for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) in (1, me):
+        if not entry.isdigit() or int(entry) in (1, me) or int(entry) in keep:
             continue
         try:
             with open(f"/proc/{entry}/stat", "rb") as handle:
@@ -456,7 +477,7 @@ def list_live_pids() -> list[int]:
     return pids
 
 
-def kill_strays(own_pid_namespace: bool, child_pid: int | None) -> int:
+def kill_strays(own_pid_namespace: bool, child_pid: int | None, keep: set[int]) -> int:
     """SIGKILL every other process left in the sandbox and reap our zombies.
 
     In its own pid namespace (bubblewrap) the zygote sees only sandbox processes, so it kills
@@ -464,9 +485,11 @@ def kill_strays(own_pid_namespace: bool, child_pid: int | None) -> int:
     kill the instance's session.
     """
     killed = 0
-    for _ in range(1000):
+    for attempt in range(1000):
+        if attempt:
+            time.sleep(0.0005)
         if own_pid_namespace:
-            pids = list_live_pids()
+            pids = list_live_pids(keep)
         else:
             pids = [] if child_pid is None or not _session_alive(child_pid) else [-child_pid]
         if not pids:
@@ -478,7 +501,6 @@ def kill_strays(own_pid_namespace: bool, child_pid: int | None) -> int:
             except (ProcessLookupError, PermissionError):
                 pass
         _reap()
-        time.sleep(0.0005)
     _reap()
     return killed
 
@@ -492,6 +514,7 @@ def _session_alive(sid: int) -> bool:
 
 
 def _reap() -> None:
+    """Collect exited children (never the spare: it is alive until used)."""
     while True:
         try:
             pid, _ = os.waitpid(-1, os.WNOHANG)
@@ -547,8 +570,12 @@ def main() -> None:
         send(wfd, error("sandbox_unavailable", f"worker start-up failed: {exc!r}"))
         return
     report["preloaded"] = loaded
+    gc.collect()
+    gc.freeze()  # forked instances then leave the zygote's objects untouched (fewer page copies)
     send(wfd, {"ok": True, "value": report})
-    Zygote(rfd, wfd, settings, prelude).serve()
+    zygote = Zygote(rfd, wfd, settings, prelude)
+    zygote.fork_spare()
+    zygote.serve()
 
 
 if __name__ == "__main__":
