@@ -180,8 +180,9 @@ def _generate_one(job: _Job) -> tuple[dict[str, Any], dict[str, Any]]:
     rng = np.random.default_rng([job.seed, job.size_index, job.index, job.agents, 0x4D415046])
     target = job.hole_ratio * cells
     holes_n = int(math.floor(target)) + int(rng.random() < target - math.floor(target))
-    holes_n = max(0, min(holes_n, cells - (k + 1)))
-    stats = {"holes_reduced": 0, "wait_unmet": False, "draws": 0}
+    capped = max(0, min(holes_n, cells - (k + 1)))  # k+1 free cells: the least that can work
+    stats = {"holes_reduced": holes_n - capped, "wait_unmet": False, "draws": 0}
+    holes_n = capped
     fails = 0
     draws_total = 0
     all_cells = [(r, c) for r in range(n) for c in range(n)]

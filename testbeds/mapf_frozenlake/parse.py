@@ -299,3 +299,9 @@ def _parse_lines(seg: str, starts: list[Cell] | None) -> ParseResult | None:
     if unlabeled:
         return ParseResult(True, unlabeled, "unlabeled")
     return None
+
+
+def format_plan(paths: list[list[Cell]]) -> str:
+    """The canonical answer text for ``paths`` (what the prompt asks the model to write)."""
+    return "\n".join(f"Agent {i + 1}: " + " ".join(f"({r},{c})" for r, c in p)
+                     for i, p in enumerate(paths))

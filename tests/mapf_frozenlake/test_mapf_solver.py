@@ -1,0 +1,102 @@
+"""Solver vs brute-force joint search on random small instances (hypothesis)."""
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from mapf_brute import brute_force, random_instance
+
+from testbeds.mapf_frozenlake.generator import compute_needs_wait
+from testbeds.mapf_frozenlake.instance import Instance
+from testbeds.mapf_frozenlake.solver import solve
+from testbeds.mapf_frozenlake.validate import validate
+
+
+@st.composite
+def small_instances(draw):
+    n = draw(st.integers(2, 4))
+    k = draw(st.integers(1, 3 if n <= 3 else 2))
+    holes = draw(st.integers(0, max(0, n * n - k - 1)))
+    seed = draw(st.integers(0, 2**32 - 1))
+    inst = random_instance(np.random.default_rng(seed), n, k, min(holes, n * n // 2))
+    if inst is None:
+        inst = random_instance(np.random.default_rng(seed), n, 1, 0)
+    return inst
+
+
+def _check_plan(inst, res):
+    v = validate(inst, res.plan)
+    assert v.valid, v.reasons
+    assert v.cost == res.cost
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_instances())
+def test_solve_matches_brute_force(inst):
+    ref = brute_force(inst)
+    res = solve(inst)
+    if ref is None:
+        assert res.status == "unsolvable"
+    else:
+        assert res.status == "solved"
+        assert res.cost == ref
+        _check_plan(inst, res)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_instances())
+def test_cbs_alone_is_optimal(inst):
+    """Force the CBS path (no joint search): when it answers, it is right."""
+    ref = brute_force(inst)
+    res = solve(inst, joint_first=0, joint_limit=0, node_budget=3000, time_budget_s=2.0)
+    if res.status == "solved":
+        assert ref is not None and res.cost == ref
+        _check_plan(inst, res)
+    elif res.status == "unsolvable":
+        assert ref is None
+    else:
+        assert ref is None or res.status == "budget"
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_instances())
+def test_needs_wait_matches_brute_force(inst):
+    ref = brute_force(inst)
+    if ref is None:
+        return
+    res = solve(inst)
+    ref_wf = brute_force(inst, wait_free=True)
+    expected = ref_wf is None or ref_wf > ref
+    assert compute_needs_wait(inst, res.plan, res.cost) == expected
+
+
+def test_known_instances():
+    # two agents swapping ends of a 1-wide corridor cannot pass each other
+    corridor = Instance(1, 4, frozenset(), [(0, 0), (0, 3)], [(0, 3), (0, 0)])
+    assert solve(corridor).status == "unsolvable"
+    # a pocket lets one agent step aside: optimal needs a wait or a detour
+    t = Instance(2, 3, frozenset({(1, 0), (1, 2)}), [(0, 0), (0, 2)], [(0, 2), (0, 0)])
+    r = solve(t)
+    assert r.status == "solved" and r.cost == brute_force(t)
+    # unreachable goal
+    walled = Instance(3, 3, frozenset({(0, 1), (1, 1), (2, 1)}), [(0, 0)], [(0, 2)])
+    r = solve(walled)
+    assert r.status == "unsolvable" and r.method == "reachability"
+
+
+def test_budget_status():
+    rng = np.random.default_rng(3)
+    inst = random_instance(rng, 10, 5, 20)
+    r = solve(inst, node_budget=0, joint_limit=0)
+    assert r.status in ("solved", "budget")  # solved only if the root has no conflict
+
+
+def test_medium_instances_agree_between_cbs_and_joint():
+    rng = np.random.default_rng(11)
+    checked = 0
+    while checked < 15:
+        inst = random_instance(rng, 5, 3, int(rng.integers(3, 8)))
+        a = solve(inst, joint_first=0, joint_limit=0, node_budget=5000)
+        b = solve(inst, joint_first=100, node_budget=20000, time_budget_s=10)
+        if a.status == "solved" and b.status == "solved":
+            assert a.cost == b.cost
+            checked += 1

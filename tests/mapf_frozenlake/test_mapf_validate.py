@@ -1,0 +1,177 @@
+"""Parser formats, the eight checks under single mutations, and never-raise fuzzing."""
+
+import json
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from testbeds.mapf_frozenlake.config import uniform_config
+from testbeds.mapf_frozenlake.generator import generate
+from testbeds.mapf_frozenlake.instance import Instance
+from testbeds.mapf_frozenlake.parse import format_plan, parse_plan
+from testbeds.mapf_frozenlake.validate import CHECKS, validate
+
+_POOL: dict = {}
+
+
+def pool(agents: int) -> list[Instance]:
+    if agents not in _POOL:
+        _POOL[agents] = generate(uniform_config(0.25, 0.3), 64, agents=agents, seed=5,
+                                 workers=1).instances
+    return _POOL[agents]
+
+
+def failing(inst, paths):
+    v = validate(inst, format_plan(paths))
+    return {c for c in CHECKS if v.checks[c] is False}, v
+
+
+# -- parser ------------------------------------------------------------------------------------
+
+EXPECTED = [[(0, 0), (0, 1), (1, 1)], [(2, 1), (2, 1), (1, 1)]]
+
+
+@pytest.mark.parametrize("text", [
+    "Agent 1: (0,0) (0,1) (1,1)\nAgent 2: (2,1) (2,1) (1,1)",
+    "agent1: [0, 0] -> [0, 1] -> [1, 1]\nagent2: [2,1], [2,1], [1,1]",
+    "A1 = (0,0),(0,1),(1,1)\nA2 = (2,1),(2,1),(1,1)",
+    "Robot 1:\n(0,0) (0,1)\n(1,1)\n\nRobot 2:\n(2,1) (2,1) (1,1)",
+    "(0,0) (0,1) (1,1)\n(2,1) (2,1) (1,1)",
+    '{"agent1": [[0,0],[0,1],[1,1]], "agent2": [[2,1],[2,1],[1,1]]}',
+    'Here:\n```json\n[[[0,0],[0,1],[1,1]], [[2,1],[2,1],[1,1]]]\n```',
+    '{"paths": [["(0,0)", "(0,1)", "(1,1)"], ["(2,1)", "(2,1)", "(1,1)"]]}',
+    "Agent 1: R D\nAgent 2: W U",
+    "Agent 1: right down\nAgent 2: wait up",
+    "Agent 0: (0,0) (0,1) (1,1)\nAgent 1: (2,1) (2,1) (1,1)",
+    "<think>Maybe Agent 1: (5,5) (5,6)? no.</think>\nAgent 1: (0,0) (0,1) (1,1)\nAgent 2: (2,1) (2,1) (1,1)",
+    "Draft:\nAgent 1: (9,9)\nAgent 2: (9,8)\nFinal answer:\nAgent 1: (0,0) (0,1) (1,1)\nAgent 2: (2,1) (2,1) (1,1)",
+])
+def test_parse_formats(text):
+    r = parse_plan(text, 2, [(0, 0), (2, 1)])
+    assert r.ok, r.error
+    assert r.paths == EXPECTED
+
+
+def test_parse_later_lines_override_and_failures():
+    r = parse_plan("Agent 1: (0,0)\nAgent 2: (1,1)\nAgent 1: (0,0) (0,1)")
+    assert r.paths == [[(0, 0), (0, 1)], [(1, 1)]]
+    assert not parse_plan("").ok
+    assert not parse_plan("I cannot solve this.").ok
+    assert not parse_plan("Agent 1: R R").ok          # moves need starts
+
+
+def test_format_roundtrip():
+    for inst in pool(3)[:20]:
+        assert parse_plan(format_plan(inst.optimal_plan)).paths == inst.optimal_plan
+
+
+# -- checks under single mutations -----------------------------------------------------------
+
+def test_stored_plans_pass_all_checks():
+    for k in (1, 2, 3):
+        for inst in pool(k):
+            fails, v = failing(inst, inst.optimal_plan)
+            assert not fails and v.valid and v.optimal and v.cost == inst.optimal_cost
+
+
+def test_unparsable():
+    inst = pool(2)[0]
+    v = validate(inst, "no plan here")
+    assert v.checks["parsable"] is False and not v.valid
+    assert all(v.checks[c] is None for c in CHECKS[1:])
+
+
+def test_agent_count():
+    for inst in pool(2):
+        assert failing(inst, inst.optimal_plan[:1])[0] == {"agent_count"}
+
+
+def test_start_goal_jump():
+    for inst in pool(1):
+        p = inst.optimal_plan[0]
+        assert failing(inst, [[p[1]] + p])[0] == {"start_correct"}
+        assert failing(inst, [p[:-1]])[0] == {"goal_reached"}
+        if len(p) >= 3:
+            assert failing(inst, [p[:1] + p[2:]])[0] == {"legal_move"}
+
+
+def _detours(inst, p, pred):
+    for t, (r, c) in enumerate(p):
+        for dr, dc in ((1, 0), (-1, 0), (0, 1), (0, -1)):
+            x = (r + dr, c + dc)
+            if pred(x):
+                return p[:t + 1] + [x] + p[t:]
+    return None
+
+
+def test_hole_and_bounds():
+    seen_hole = seen_oob = 0
+    for inst in pool(1):
+        p = inst.optimal_plan[0]
+        q = _detours(inst, p, lambda x: x in inst.holes)
+        if q is not None:
+            assert failing(inst, [q])[0] == {"hole_free"}
+            seen_hole += 1
+        q = _detours(inst, p, lambda x: not (0 <= x[0] < inst.h and 0 <= x[1] < inst.w))
+        if q is not None:
+            assert failing(inst, [q])[0] == {"in_bounds"}
+            seen_oob += 1
+    assert seen_hole > 5 and seen_oob > 5
+
+
+def test_conflicts():
+    seen = 0
+    for inst in pool(2):
+        p0, p1 = inst.optimal_plan
+        for d in range(1, 8):
+            fails, v = failing(inst, [[p0[0]] * d + p0, p1])
+            if fails:
+                assert fails == {"conflict_free"}, v.reasons
+                seen += 1
+                break
+    assert seen > 5
+    swap = Instance(1, 2, frozenset(), [(0, 0), (0, 1)], [(0, 1), (0, 0)])
+    fails, v = failing(swap, [[(0, 0), (0, 1)], [(0, 1), (0, 0)]])
+    assert fails == {"conflict_free"} and "swap" in v.reasons["conflict_free"]
+    # resting on the goal still occupies it
+    rest = Instance(1, 3, frozenset(), [(0, 0), (0, 2)], [(0, 1), (0, 0)])
+    fails, _ = failing(rest, [[(0, 0), (0, 1)], [(0, 2), (0, 1), (0, 0)]])
+    assert fails == {"conflict_free"}
+
+
+def test_cost_and_optimal_flag():
+    inst = Instance(1, 3, frozenset(), [(0, 0)], [(0, 2)], optimal_cost=2)
+    v = validate(inst, "Agent 1: (0,0) (0,0) (0,1) (0,2) (0,2)")
+    assert v.valid and v.cost == 3 and not v.optimal
+    v = validate(inst, "Agent 1: (0,0) (0,1) (0,2)")
+    assert v.valid and v.cost == 2 and v.optimal
+
+
+# -- fuzz ----------------------------------------------------------------------------------------
+
+tokens = st.sampled_from(["Agent", "agent 1", "A2", ":", "(", ")", "[", "]", ",", "-1", "0", "1",
+                          "2", "99999", " ", "\n", "->", "</think>", "<think>", "```", "{", "}",
+                          '"', "final answer", "R", "U", "wait", "paths", "null", "1e9"])
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(st.text(max_size=300), st.lists(tokens, max_size=80).map("".join)))
+def test_parse_and_validate_never_raise(text):
+    inst = pool(2)[0]
+    r = parse_plan(text, 2, inst.starts)
+    assert isinstance(r.ok, bool)
+    v = validate(inst, text)
+    assert set(v.checks) == set(CHECKS)
+    json.dumps(v.to_dict())
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.recursive(st.none() | st.integers(-3, 12) | st.text(max_size=4),
+                    lambda c: st.lists(c, max_size=5) | st.dictionaries(st.text(max_size=6), c, max_size=4),
+                    max_leaves=30))
+def test_validate_never_raises_on_json(obj):
+    inst = pool(2)[1]
+    validate(inst, json.dumps(obj))
+    validate(inst, obj if isinstance(obj, list) else [obj])
