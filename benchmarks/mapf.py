@@ -1,0 +1,105 @@
+"""MAPF-FrozenLake speed benchmarks (acceptance targets of issue 3 in brackets).
+
+1. Generation: a 4000-instance, 2-agent training round from a random config over mixed sizes
+   (both cores) [< 20 s].
+2. Solver: 10x10 maps with 15–25% holes, 2–5 agents, uniform random starts/goals; median, p99
+   and max milliseconds and the status counts [5 agents, 400 instances: median < 2 ms,
+   p99 < 100 ms, no budget exhaustion].
+3. Validation: ``validate(instance, text)`` on canonical answers (valid and mutated) [≥ 20,000/s].
+
+Run: ``python benchmarks/mapf.py [--quick]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from testbeds.mapf_frozenlake.config import random_config, uniform_config  # noqa: E402
+from testbeds.mapf_frozenlake.generator import generate  # noqa: E402
+from testbeds.mapf_frozenlake.instance import Instance  # noqa: E402
+from testbeds.mapf_frozenlake.parse import format_plan  # noqa: E402
+from testbeds.mapf_frozenlake.solver import solve  # noqa: E402
+from testbeds.mapf_frozenlake.validate import validate  # noqa: E402
+
+
+def bench_generation(n: int, seed: int) -> None:
+    cfg = random_config(np.random.default_rng(seed))
+    t = time.perf_counter()
+    res = generate(cfg, n, agents=2, seed=seed)
+    el = time.perf_counter() - t
+    print(f"generation: {n} instances (2 agents, random config seed {seed}) in {el:.2f} s "
+          f"= {n / el:.0f} instances/s   [target < 20 s for 4000]")
+    for w in res.warnings:
+        print(f"  warning: {w}")
+
+
+def random_instance(rng: np.random.Generator, n: int, k: int, hole_ratio: float) -> Instance:
+    cells = [(r, c) for r in range(n) for c in range(n)]
+    perm = rng.permutation(len(cells))
+    nh = int(round(hole_ratio * n * n))
+    holes = frozenset(cells[i] for i in perm[:nh])
+    free = [cells[i] for i in perm[nh:]]
+    while True:
+        s = [free[i] for i in rng.permutation(len(free))[:k]]
+        g = [free[i] for i in rng.permutation(len(free))[:k]]
+        if all(a != b for a, b in zip(s, g)):
+            return Instance(n, n, holes, s, g)
+
+
+def bench_solver(counts: dict[int, int], seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    for k, m in counts.items():
+        times, status = [], {}
+        for _ in range(m):
+            inst = random_instance(rng, 10, k, float(rng.uniform(0.15, 0.25)))
+            t = time.perf_counter()
+            r = solve(inst, time_budget_s=5.0, node_budget=20_000)
+            times.append((time.perf_counter() - t) * 1000)
+            status[r.status] = status.get(r.status, 0) + 1
+        ts = np.array(times)
+        print(f"solver 10x10 {k} agents, {m} instances: median {np.median(ts):.2f} ms, "
+              f"p99 {np.percentile(ts, 99):.2f} ms, max {ts.max():.2f} ms, {status}")
+
+
+def bench_validate(n: int, seed: int) -> None:
+    insts = generate(uniform_config(0.2, 0.3), 200, agents=2, seed=seed, workers=1).instances
+    rng = np.random.default_rng(seed)
+    pairs = []
+    for inst in insts:
+        plan = [list(p) for p in inst.optimal_plan]
+        if rng.random() < 0.5:   # mutate: drop a step of one agent
+            p = plan[int(rng.integers(len(plan)))]
+            if len(p) > 2:
+                del p[int(rng.integers(1, len(p) - 1))]
+        pairs.append((inst, format_plan(plan)))
+    t = time.perf_counter()
+    done = 0
+    while done < n:
+        for inst, text in pairs:
+            validate(inst, text)
+        done += len(pairs)
+    el = time.perf_counter() - t
+    print(f"validation: {done} texts in {el:.2f} s = {done / el:.0f} validations/s "
+          f"[target >= 20000/s]")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="smaller sizes (smoke run)")
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    q = args.quick
+    bench_generation(400 if q else 4000, args.seed)
+    bench_solver({2: 50, 3: 50, 4: 50, 5: 100} if q else {2: 200, 3: 200, 4: 200, 5: 400}, args.seed)
+    bench_validate(4000 if q else 40000, args.seed)
+
+
+if __name__ == "__main__":
+    main()
