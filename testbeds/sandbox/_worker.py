@@ -224,6 +224,8 @@ def describe_exception(exc: BaseException, limit: int) -> dict:
         return error("forbidden_import", str(exc))
     if isinstance(exc, SyntaxError):
         return error("syntax_error", f"{exc.msg} (line {exc.lineno})", line=exc.lineno)
+    if isinstance(exc, MemoryError):  # free what the failed frames hold before formatting
+        traceback.clear_frames(exc.__traceback__)
     text = "".join(traceback.format_exception(exc))[-limit:]
     if isinstance(exc, MemoryError):
         return error("memory_limit", "MemoryError raised in the environment", traceback=text)

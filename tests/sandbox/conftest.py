@@ -23,6 +23,8 @@ import pytest
 SECRET = "sandbox-test-secret-7f3a9c"
 os.environ["CURRICULUM_SANDBOX_TEST_SECRET"] = SECRET
 
+from sandbox_helpers import settled_pids  # noqa: E402
+
 from testbeds.sandbox import SandboxConfig, SandboxPool  # noqa: E402
 
 BENIGN = '''
@@ -35,6 +37,9 @@ class EchoEnv:
         self.t += 1
         return f"echo {action}", 0.5, self.t >= 3, False, {"t": self.t}
 '''
+
+IDLE_PROCESSES = 3
+"""bwrap's init, the zygote and the zygote's pre-forked spare instance."""
 
 FAST = dict(workers=2, call_deadline_s=1.0, load_deadline_s=2.0, supervisor_grace_s=1.0,
             memory_mb=256)
@@ -88,11 +93,11 @@ def canary() -> Path:
 
 
 def assert_clean_and_serving(pool: SandboxPool) -> None:
-    """No process is left in any worker beyond bwrap's init and the zygote, and the pool
-    still runs a benign environment end to end."""
+    """No process is left in any worker beyond bwrap's init, the zygote and its idle pre-forked
+    spare, and the pool still runs a benign environment end to end."""
     for worker in pool.workers:
         if worker.alive:
-            assert len(worker.sandbox_pids()) == 2, worker.sandbox_pids()
+            assert len(settled_pids(worker, IDLE_PROCESSES)) == IDLE_PROCESSES
     handles = [pool.load(BENIGN, timeout=10) for _ in pool.workers]  # one per worker
     for env in handles:
         assert env.reset(1).obs == "ready"
@@ -100,7 +105,7 @@ def assert_clean_and_serving(pool: SandboxPool) -> None:
         env.close()
     for worker in pool.workers:
         assert worker.alive
-        assert len(worker.sandbox_pids()) == 2, worker.sandbox_pids()
+        assert len(settled_pids(worker, IDLE_PROCESSES)) == IDLE_PROCESSES
 
 
 @pytest.fixture
