@@ -72,8 +72,8 @@ def _segments(text: str) -> list[str]:
         after = text.rsplit("</think>", 1)[1]
         if after.strip():
             text = after
-    fences = _FENCE.findall(text)
-    segs.extend(reversed(fences))
+    if "```" in text:
+        segs.extend(reversed(_FENCE.findall(text)))
     ms = list(_FINAL.finditer(text))
     if ms:
         segs.append(text[ms[-1].end():])

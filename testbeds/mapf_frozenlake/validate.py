@@ -22,11 +22,42 @@ Cost: sum over agents of the time of the last arrival at the goal (only for vali
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass, field
 from typing import Any
 
 from testbeds.mapf_frozenlake.instance import Instance
 from testbeds.mapf_frozenlake.parse import ParseResult, parse_plan
+
+def _legal_steps(lo: int = -2, hi: int = 40) -> frozenset:
+    """All (cell, cell) pairs at Manhattan distance ≤ 1 with coordinates in [lo, hi): a lookup
+    table that lets ``validate`` check every move of a plan with one set inclusion."""
+    out = set()
+    for r in range(lo, hi):
+        for c in range(lo, hi):
+            for dr, dc in ((0, 0), (1, 0), (-1, 0), (0, 1), (0, -1)):
+                out.add(((r, c), (r + dr, c + dc)))
+    return frozenset(out)
+
+
+_LEGAL_STEPS = _legal_steps()
+_eq = operator.eq
+
+
+def _explain_cells(paths, h, w, holes, reasons, ok_legal, ok_bounds, ok_holes) -> None:
+    """First offending cell or move for each failed per-cell check."""
+    for i, p in enumerate(paths):
+        for t, (r, c) in enumerate(p):
+            if not ok_bounds and "in_bounds" not in reasons and not (0 <= r < h and 0 <= c < w):
+                reasons["in_bounds"] = f"agent {i + 1} is off the grid at t={t}: ({r},{c})"
+            if not ok_holes and "hole_free" not in reasons and (r, c) in holes:
+                reasons["hole_free"] = f"agent {i + 1} enters hole ({r},{c}) at t={t}"
+            if t and not ok_legal and "legal_move" not in reasons:
+                a, b = p[t - 1]
+                if abs(r - a) + abs(c - b) > 1:
+                    reasons["legal_move"] = (f"agent {i + 1} jumps from ({a},{b}) to ({r},{c}) "
+                                             f"at t={t}")
+
 
 CHECKS: tuple[str, ...] = ("parsable", "legal_move", "conflict_free", "goal_reached",
                            "start_correct", "agent_count", "hole_free", "in_bounds")
@@ -97,24 +128,23 @@ def _validate(inst: Instance, x: Any) -> Verdict:
                        optimal_cost=inst.optimal_cost, format=pr.format)
 
     paths = pr.paths
-    h, w, holes = inst.h, inst.w, inst.holes
     k = inst.num_agents
     reasons: dict[str, str] = {}
     ok_legal = ok_bounds = ok_holes = True
-    for i, p in enumerate(paths):
-        pr_, pc = p[0]
-        for t, (r, c) in enumerate(p):
-            if ok_bounds and not (0 <= r < h and 0 <= c < w):
-                ok_bounds = False
-                reasons["in_bounds"] = f"agent {i + 1} is off the grid at t={t}: ({r},{c})"
-            elif ok_holes and (r, c) in holes:
-                ok_holes = False
-                reasons["hole_free"] = f"agent {i + 1} enters hole ({r},{c}) at t={t}"
-            if t and ok_legal and abs(r - pr_) + abs(c - pc) > 1:
-                ok_legal = False
-                reasons["legal_move"] = (f"agent {i + 1} jumps from ({pr_},{pc}) to ({r},{c}) "
-                                         f"at t={t}")
-            pr_, pc = r, c
+    # Fast paths run at C speed on sets; the slow loops below only run to find the reason.
+    cells = set().union(*paths)
+    h, w, holes = inst.h, inst.w, inst.holes
+    if not all(0 <= r < h and 0 <= c < w for r, c in cells):
+        ok_bounds = False
+    if not holes.isdisjoint(cells):
+        ok_holes = False
+    steps = set()
+    for p in paths:
+        steps.update(zip(p, p[1:]))
+    if not steps <= _LEGAL_STEPS:
+        ok_legal = not any(abs(a[0] - b[0]) + abs(a[1] - b[1]) > 1 for a, b in steps)
+    if not (ok_bounds and ok_holes and ok_legal):
+        _explain_cells(paths, h, w, holes, reasons, ok_legal, ok_bounds, ok_holes)
 
     ok_start = True
     ok_goal = True
@@ -135,32 +165,25 @@ def _validate(inst: Instance, x: Any) -> Verdict:
     if n > 1:
         T = max(len(p) for p in paths)
         padded = [p + [p[-1]] * (T - len(p)) if len(p) < T else p for p in paths]
-        # vertex conflicts: all cells distinct at each time
-        for t in range(T):
-            col = [p[t] for p in padded]
-            if len(set(col)) < n:
-                seen: dict = {}
-                for i, cell in enumerate(col):
-                    if cell in seen:
-                        reasons["conflict_free"] = (f"agents {seen[cell] + 1} and {i + 1} both at "
-                                                    f"{cell} at t={t}")
-                        break
-                    seen[cell] = i
-                ok_conf = False
-                break
-            if t:
-                prev = {p[t - 1]: i for i, p in enumerate(padded)}
-                for i, p in enumerate(padded):
-                    a, b = p[t - 1], p[t]
-                    if a != b:
-                        j = prev.get(b)
-                        if j is not None and j != i and padded[j][t] == a:
-                            ok_conf = False
-                            reasons["conflict_free"] = (f"agents {i + 1} and {j + 1} swap "
-                                                        f"{a}<->{b} at t={t}")
-                            break
-                if not ok_conf:
+        for i in range(n):
+            p = padded[i]
+            for j in range(i + 1, n):
+                q = padded[j]
+                if any(map(_eq, p, q)):
+                    t = next(t for t in range(T) if p[t] == q[t])
+                    reasons["conflict_free"] = f"agents {i + 1} and {j + 1} both at {p[t]} at t={t}"
+                    ok_conf = False
                     break
+                if any(map(_eq, p[1:], q[:-1])):
+                    swaps = [t for t in range(1, T) if p[t] == q[t - 1] and q[t] == p[t - 1]]
+                    if swaps:
+                        t = swaps[0]
+                        reasons["conflict_free"] = (f"agents {i + 1} and {j + 1} swap "
+                                                    f"{p[t - 1]}<->{p[t]} at t={t}")
+                        ok_conf = False
+                        break
+            if not ok_conf:
+                break
 
     checks = {"parsable": True, "legal_move": ok_legal, "conflict_free": ok_conf,
               "goal_reached": ok_goal, "start_correct": ok_start, "agent_count": ok_count,
