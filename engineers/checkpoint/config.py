@@ -1,0 +1,171 @@
+"""The ``engineer`` section of a run config for ``checkpoint``, and the context presets V1–V6.
+
+Presets (SPEC §1.5), each a set of context modules:
+
+====  ==========================================================
+V1    F
+V2    F + G
+V3    F + G + H (H includes the round-0 configuration)
+V4    F + G + H, with the round-0 (random) configuration removed from H
+V5    V4 + S
+V6    V4 + T   (the paper's final method; T defaults to "bookkeeping")
+====  ==========================================================
+
+``ContextSpec`` is the resolved set; ``CheckpointEngineerConfig.context_spec()`` applies the
+per-module switches in ``modules`` on top of the chosen preset (``None`` = the preset decides),
+so ablations such as "V6 without G" or "V5 + full T" are one line of YAML.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from curriculum.config import PluginConfig, StrictModel
+
+Preset = Literal["V1", "V2", "V3", "V4", "V5", "V6"]
+TrainingVariant = Literal["bookkeeping", "full"]
+
+
+class ContextSpec(BaseModel):
+    """Which modules the engineer's prompt contains (the resolved preset plus overrides)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    failure: bool
+    """F: the latest failure breakdown per map size."""
+    guideline: bool
+    """G: task-level design heuristics."""
+    history: bool
+    """H: earlier (failure breakdown, config) pairs."""
+    history_initial_config: bool
+    """Whether H shows the round-0 config (V3) or omits it (V4 and later)."""
+    summary: bool
+    """S: the engineer's own summary of its previous choice."""
+    training: TrainingVariant | None
+    """T: ``None`` (off), ``"bookkeeping"`` or ``"full"``."""
+
+    def modules(self) -> list[str]:
+        """Letters of the modules switched on, in prompt order (F, G, H, S, T)."""
+        flags = [("F", self.failure), ("G", self.guideline), ("H", self.history),
+                 ("S", self.summary), ("T", self.training is not None)]
+        return [letter for letter, on in flags if on]
+
+
+def preset(name: Preset, training: TrainingVariant = "bookkeeping") -> ContextSpec:
+    """The module set of preset ``name`` (SPEC §1.5); ``training`` is T's variant in V6."""
+    if name not in PRESETS:
+        raise ValueError(f"unknown context preset {name!r}; choose one of {', '.join(PRESETS)}")
+    spec = PRESETS[name]
+    if spec.training is not None:
+        spec = spec.model_copy(update={"training": training})
+    return spec
+
+
+_V1 = ContextSpec(failure=True, guideline=False, history=False, history_initial_config=True,
+                  summary=False, training=None)
+_V2 = _V1.model_copy(update={"guideline": True})
+_V3 = _V2.model_copy(update={"history": True})
+_V4 = _V3.model_copy(update={"history_initial_config": False})
+_V5 = _V4.model_copy(update={"summary": True})
+_V6 = _V4.model_copy(update={"training": "bookkeeping"})
+PRESETS: dict[str, ContextSpec] = {"V1": _V1, "V2": _V2, "V3": _V3, "V4": _V4, "V5": _V5, "V6": _V6}
+"""SPEC §1.5 presets. V6 = V4 + T (it does *not* include S)."""
+
+
+class ModuleSwitches(StrictModel):
+    """Per-module overrides on top of the preset; ``None`` keeps what the preset says."""
+
+    F: bool | None = None
+    """Failure breakdown on/off."""
+    G: bool | None = None
+    """Guideline on/off."""
+    H: bool | None = None
+    """History on/off."""
+    S: bool | None = None
+    """Own previous summary on/off."""
+    T: bool | None = None
+    """Training details on/off (variant from ``training_details``)."""
+    history_initial_config: bool | None = None
+    """Show the round-0 config inside H (V3 behaviour) or omit it (V4 behaviour)."""
+
+
+class EndpointConfig(StrictModel):
+    """An OpenAI-compatible chat endpoint (e.g. ``vllm serve``) used when ``model: endpoint``."""
+
+    url: str | None = None
+    """Base URL (``http://host:8000/v1``) or full ``.../chat/completions`` URL; default: the
+    ``CURRICULUM_ENDPOINT_URL`` environment variable."""
+    model: str | None = None
+    """Model name sent in the request; default: ``CURRICULUM_ENDPOINT_MODEL``, else ``"default"``."""
+    api_key_env: str = "CURRICULUM_ENDPOINT_API_KEY"
+    """Environment variable holding the bearer token (keys are never written to config files)."""
+    timeout_s: float = Field(120.0, gt=0.0, le=3600.0)
+    """Seconds before one HTTP request is abandoned."""
+    retries: int = Field(2, ge=0, le=10)
+    """Extra attempts after a timeout, connection error, HTTP 429 or 5xx."""
+    backoff_s: float = Field(2.0, ge=0.0, le=120.0)
+    """Wait before retry i is ``backoff_s * 2**i`` seconds."""
+    json_schema: bool = False
+    """Send ``response_format={"type": "json_schema", ...}`` (vLLM and OpenAI support it); on an
+    HTTP 400 the request is retried once without it."""
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError("must start with http:// or https://")
+        return value
+
+
+class CheckpointEngineerConfig(PluginConfig):
+    """The policy (or a chosen model) redesigns the MAPF generator config each round."""
+
+    name: Literal["checkpoint"] = "checkpoint"
+    """Selects this engineer."""
+    context: Preset = "V6"
+    """Context preset (SPEC §1.5): V1=F, V2=F+G, V3=F+G+H, V4=V3 without the round-0 config in H,
+    V5=V4+S, V6=V4+T (the paper's final method)."""
+    training_details: TrainingVariant = "bookkeeping"
+    """Variant of module T: ``bookkeeping`` (round index, epochs per round, total epochs; the
+    paper's better choice) or ``full`` (plus GRPO, the adaptive reward and hyper-parameters)."""
+    modules: ModuleSwitches = Field(default_factory=ModuleSwitches)
+    """Explicit per-module switches applied on top of the preset (for ablations)."""
+    history_rounds: int = Field(3, ge=1, le=100)
+    """H shows at most this many most recent rounds."""
+    model: Literal["checkpoint", "base", "endpoint"] = "checkpoint"
+    """Who answers: the current policy (the paper's method), the frozen starting model (the
+    paper's ablation), or an OpenAI-compatible endpoint (``endpoint`` section)."""
+    endpoint: EndpointConfig = Field(default_factory=EndpointConfig)
+    """Endpoint settings (only read when ``model: endpoint``)."""
+    max_new_tokens: int | None = Field(None, ge=16, le=131_072)
+    """Completion budget; ``None`` uses ``generation.engineer_max_new_tokens`` of the policy
+    (512 when the policy does not say)."""
+    temperature: float = Field(0.0, ge=0.0, le=5.0)
+    """Sampling temperature of the engineer call (0 = greedy, reproducible)."""
+    attempts: int = Field(1, ge=1, le=10)
+    """Generations tried until one contains a usable config (each retry uses a new seed and, if
+    ``temperature`` is 0, temperature 0.7 so that it can differ)."""
+    structured_output: bool = True
+    """Constrain decoding to the output JSON schema where the backend supports it (a vLLM
+    policy on GPU); other backends rely on lenient parsing plus ``project``."""
+    summary_max_chars: int = Field(600, ge=0, le=10_000)
+    """The carried summary (module S) is cut to this many characters."""
+    edit_tolerance: float = Field(0.02, gt=0.0, le=1.0)
+    """Diagnostics: a (size, field) counts as edited when it moves by more than this."""
+    local_edit_max_sizes: int = Field(3, ge=1)
+    """Diagnostics: an edit touching at most this many sizes is ``local``, more is ``global``."""
+
+    def context_spec(self) -> ContextSpec:
+        """The preset with the ``modules`` overrides applied."""
+        spec = preset(self.context, self.training_details)
+        m = self.modules
+        update: dict[str, object] = {}
+        for field, value in (("failure", m.F), ("guideline", m.G), ("history", m.H), ("summary", m.S),
+                             ("history_initial_config", m.history_initial_config)):
+            if value is not None:
+                update[field] = value
+        if m.T is not None:
+            update["training"] = self.training_details if m.T else None
+        return spec.model_copy(update=update)

@@ -1,0 +1,217 @@
+"""The five context modules of the checkpoint engineer, each a pure renderer to plain text.
+
+* ``render_failure_breakdown`` (F) — for every eval suite (``3agents``, …) and every map size:
+  number of eval instances, valid rate, optimal rate, and the count of responses failing each of
+  the eight validity checks (checks with zero failures are omitted, "none" if all are zero).
+  Input: ``EvalReport.breakdown`` (a dumped ``FailureBreakdown``). A breakdown of another shape is
+  rendered as compact JSON.
+* ``render_guideline`` (G) — round-independent design heuristics for the testbed, plus the meaning
+  and legal range of every field (from ``BOUNDS``).
+* ``render_history`` (H) — the last ``history_rounds`` rounds as one table each: per size, the
+  config the round trained on (data, hole, wait) next to the valid/optimal rate it produced
+  (averaged over the eval suites, weighted by instance count). With
+  ``include_initial_config=False`` (V4 on) round 0's config columns read ``-`` so the random cold
+  start is not taken as a recommended baseline; its results stay.
+* ``render_summary`` (S) — the engineer's own summary of its previous choice, verbatim, or a line
+  saying there is none yet.
+* ``render_training`` (T) — ``bookkeeping``: rounds done / total, epochs per round, epochs done /
+  total (or the per-round step cap when one replaces epochs). ``full`` adds GRPO (group size,
+  prompts per update, clip range, KL coefficient, learning rate, rollout temperature, completion
+  budget) and the adaptive reward with its weight schedule and current weights.
+
+``build_context`` joins the switched-on modules, in the order F, G, H, S, T, under headers.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from engineers.checkpoint.config import ContextSpec
+
+SECTION_TITLES = {
+    "F": "F. Failure breakdown of the latest evaluation",
+    "G": "G. Guideline",
+    "H": "H. History of earlier rounds (config trained on, and the result)",
+    "S": "S. Your summary of your previous choice",
+    "T": "T. Training details",
+}
+
+
+# -- F ------------------------------------------------------------------------------------------
+
+def render_failure_breakdown(breakdown: Mapping[str, Any]) -> str:
+    """Module F: per suite and size, n, valid %, optimal % and failing-check counts."""
+    suites = breakdown.get("suites") if isinstance(breakdown, Mapping) else None
+    if not isinstance(suites, Mapping) or not suites:
+        if not breakdown:
+            return "(no evaluation results)"
+        return json.dumps(breakdown, sort_keys=True, default=str)[:4000]
+    lines: list[str] = []
+    for name, suite in suites.items():
+        lines.append(f"{name} (n={suite.get('n', 0)}): valid {_pct(suite.get('valid_rate'))}, "
+                     f"optimal {_pct(suite.get('optimal_rate'))}")
+        for size, row in (suite.get("sizes") or {}).items():
+            failures = row.get("failures") or {}
+            failed = ", ".join(f"{check} {count}" for check, count in failures.items() if count)
+            lines.append(f"  {size:<6} n={row.get('n', 0):<3} valid {_pct(row.get('valid_rate')):>6}  "
+                         f"optimal {_pct(row.get('optimal_rate')):>6}  failed checks: {failed or 'none'}")
+    return "\n".join(lines)
+
+
+def _pct(x: Any) -> str:
+    return f"{100.0 * float(x):.1f}%" if isinstance(x, (int, float)) else "n/a"
+
+
+def valid_rates_by_size(breakdown: Mapping[str, Any]) -> dict[str, float]:
+    """Valid rate per size averaged over suites, weighted by instance count (sizes with n>0)."""
+    return _rate_by_size(breakdown, "valid_rate")
+
+
+def optimal_rates_by_size(breakdown: Mapping[str, Any]) -> dict[str, float]:
+    """Optimal rate per size averaged over suites, weighted by instance count."""
+    return _rate_by_size(breakdown, "optimal_rate")
+
+
+def _rate_by_size(breakdown: Mapping[str, Any], key: str) -> dict[str, float]:
+    totals: dict[str, list[float]] = {}
+    suites = breakdown.get("suites") if isinstance(breakdown, Mapping) else None
+    for suite in (suites or {}).values():
+        for size, row in (suite.get("sizes") or {}).items():
+            n = float(row.get("n") or 0)
+            if n > 0:
+                acc = totals.setdefault(size, [0.0, 0.0])
+                acc[0] += n * float(row.get(key, 0.0))
+                acc[1] += n
+    return {size: acc[0] / acc[1] for size, acc in totals.items()}
+
+
+# -- G ------------------------------------------------------------------------------------------
+
+MAPF_GUIDELINE = """\
+You choose the training distribution of the next round; you never write instances yourself.
+- Spend most of the data on sizes near your competence frontier: sizes whose valid rate is
+  between about 20% and 80%, and the next larger size. That is where training helps most.
+- Sizes you already solve (valid rate near 100%) give little learning signal: keep a small data
+  share so they are not forgotten, or make them harder (more holes, more waits).
+- Sizes you almost never solve give no signal either: give them little data, or make them easier
+  (fewer holes, fewer waits) until some attempts succeed.
+- Read the failed checks: conflict failures call for more instances that need a wait
+  (wait_ratio); hole failures for more holes (hole_ratio) at sizes you can otherwise solve;
+  parse or agent-count failures mean the answer format itself is not yet learned: favour small maps.
+- Change only what the failure breakdown points at; keep the other sizes as they are.
+- The evaluation uses more agents (3, 4, 5) than training (2), on 20%-hole maps."""
+
+
+def render_guideline(testbed_name: str, bounds: Mapping[str, tuple[float, float]] | None = None,
+                     field_docs: Mapping[str, str] | None = None) -> str:
+    """Module G: testbed heuristics, then each field's meaning and legal range."""
+    head = MAPF_GUIDELINE if testbed_name == "mapf_frozenlake" else (
+        "Move training data towards what the evaluation shows you get partly right; keep small "
+        "shares of what you master; make edits only where the results point.")
+    lines = [head]
+    if bounds:
+        lines.append("Fields (per map size):")
+        for field, (lo, hi) in bounds.items():
+            doc = (field_docs or {}).get(field, "")
+            lines.append(f"- {field} in [{lo:g}, {hi:g}]" + (f": {doc}" if doc else ""))
+    return "\n".join(lines)
+
+
+# -- H ------------------------------------------------------------------------------------------
+
+def render_history(entries: Sequence[Mapping[str, Any]], *, include_initial_config: bool,
+                   max_rounds: int) -> str:
+    """Module H from ``[{"round", "proposal", "breakdown"}, ...]`` (oldest first).
+
+    Shows the last ``max_rounds`` entries; round 0's config is hidden unless
+    ``include_initial_config``.
+    """
+    shown = list(entries)[-max_rounds:]
+    if not shown:
+        return "(no earlier rounds)"
+    blocks = []
+    for entry in shown:
+        round_index = int(entry["round"])
+        hide = round_index == 0 and not include_initial_config
+        sizes = (entry.get("proposal") or {}).get("sizes") or {}
+        valid = valid_rates_by_size(entry.get("breakdown") or {})
+        optimal = optimal_rates_by_size(entry.get("breakdown") or {})
+        title = f"round {round_index}" + (" (random start config, not shown)" if hide else "")
+        lines = [title, "  size   data  holes  wait   valid  optimal"]
+        for size in list(dict.fromkeys([*sizes, *valid])):
+            params = sizes.get(size) or {}
+            cfg = ("    -      -      -" if hide else
+                   f"{_num(params.get('data_ratio'))}  {_num(params.get('hole_ratio'))}  "
+                   f"{_num(params.get('wait_ratio'))}")
+            lines.append(f"  {size:<6}{cfg}  {_pct(valid.get(size)):>6}  {_pct(optimal.get(size)):>6}")
+        blocks.append("\n".join(lines))
+    return "\n".join(blocks)
+
+
+def _num(x: Any) -> str:
+    return f"{float(x):5.3f}" if isinstance(x, (int, float)) else "  n/a"
+
+
+# -- S ------------------------------------------------------------------------------------------
+
+def render_summary(summary: str | None) -> str:
+    """Module S: the previous summary verbatim, or a line saying there is none."""
+    if summary is None or not summary.strip():
+        return "(none: this is your first design, or your previous answer had no summary)"
+    return summary.strip()
+
+
+# -- T ------------------------------------------------------------------------------------------
+
+def render_training(run_info: Mapping[str, Any], *, round_index: int, total_rounds: int,
+                    variant: str, reward: Mapping[str, Any] | None = None) -> str:
+    """Module T: bookkeeping, or bookkeeping plus the RL details (``variant="full"``)."""
+    epochs = run_info.get("epochs_per_round")
+    steps = run_info.get("max_steps_per_round")
+    done = round_index + 1
+    lines = [f"Round {done} of {total_rounds} has finished; the config you write trains round {done + 1}."]
+    if steps:
+        lines.append(f"Each round is capped at {steps} optimizer updates.")
+    elif isinstance(epochs, (int, float)):
+        lines.append(f"Each round trains {epochs:g} epochs over its instances: {epochs * done:g} of "
+                     f"{epochs * total_rounds:g} total epochs are done.")
+    if variant != "full":
+        return "\n".join(lines)
+    algo = run_info.get("algorithm") or run_info.get("trainer") or "GRPO"
+    lines.append(f"Algorithm: {algo}. For each prompt, {run_info.get('num_generations', '?')} answers "
+                 f"are sampled (temperature {run_info.get('temperature', '?')}); each answer's "
+                 "advantage is its reward minus the group mean (divided by the group's std).")
+    lines.append(f"Updates: {run_info.get('prompts_per_step', '?')} prompts per update, learning rate "
+                 f"{run_info.get('learning_rate', '?')}, clip range {run_info.get('epsilon', '?')}, "
+                 f"KL coefficient {run_info.get('beta', '?')}, at most "
+                 f"{run_info.get('max_completion_length', '?')} completion tokens.")
+    lines.append("Reward = w_acc * accuracy + w_len * length. accuracy is 0 unless all eight checks "
+                 "pass; then 1.0 at the optimal cost, falling linearly to 0.3 at a gap of twice the "
+                 "optimal cost. length is 0 up to 1500 tokens, falling linearly to -1 at 4096.")
+    lines.append("Weights follow an EMA of the share of short answers (<= 1500 tokens): (0.5, 0.5) "
+                 "below 0.5, rising linearly to (0.8, 0.2) at 0.9 and above.")
+    if reward and "weights" in reward:
+        w_acc, w_len = reward["weights"]
+        lines.append(f"Current weights: w_acc={w_acc:.2f}, w_len={w_len:.2f} "
+                     f"(EMA of short answers {float(reward.get('ema', 0.0)):.2f}).")
+    return "\n".join(lines)
+
+
+# -- all modules ----------------------------------------------------------------------------------
+
+def build_context(spec: ContextSpec, *, failure: str | None = None, guideline: str | None = None,
+                  history: str | None = None, summary: str | None = None,
+                  training: str | None = None) -> str:
+    """Join the rendered modules that ``spec`` switches on, under their section titles."""
+    parts = {"F": (spec.failure, failure), "G": (spec.guideline, guideline),
+             "H": (spec.history, history), "S": (spec.summary, summary),
+             "T": (spec.training is not None, training)}
+    blocks = []
+    for letter, (on, text) in parts.items():
+        if on:
+            if text is None:
+                raise ValueError(f"module {letter} is switched on but was not rendered")
+            blocks.append(f"## {SECTION_TITLES[letter]}\n{text}")
+    return "\n\n".join(blocks)

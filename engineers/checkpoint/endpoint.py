@@ -1,0 +1,153 @@
+"""An OpenAI-compatible chat endpoint as a ``Policy`` (stdlib ``urllib`` only).
+
+``EndpointPolicy.generate(tasks)`` POSTs each task's messages to ``<url>/chat/completions`` as
+``{"model", "messages", "max_tokens", "temperature", "seed"[, "response_format"]}`` and returns
+``choices[0].message.content`` with ``usage.completion_tokens`` (or a whitespace token count when
+the server sends no usage). Connection errors, timeouts, HTTP 429 and 5xx are retried
+``retries`` times with exponential backoff; any other failure raises ``EndpointError`` with a
+message naming the URL, the status and the start of the server's reply. When ``json_schema`` is
+set and the server answers 400, the request is sent once more without ``response_format``.
+
+``resolve_endpoint`` fills URL, model and key from the config or the environment variables
+``CURRICULUM_ENDPOINT_URL``, ``CURRICULUM_ENDPOINT_MODEL`` and the one named by ``api_key_env``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from engineers.checkpoint.config import EndpointConfig
+from testbeds.base import Completion, Task
+
+URL_ENV = "CURRICULUM_ENDPOINT_URL"
+MODEL_ENV = "CURRICULUM_ENDPOINT_MODEL"
+
+
+class EndpointError(RuntimeError):
+    """The endpoint could not give an answer (after retries)."""
+
+
+@dataclass(frozen=True)
+class ResolvedEndpoint:
+    """Where and how to call: full URL, model name, optional bearer key."""
+
+    url: str
+    model: str
+    api_key: str | None
+
+
+def chat_url(url: str) -> str:
+    """``http://h:8000`` / ``.../v1`` / ``.../v1/chat/completions`` → the chat completions URL."""
+    url = url.rstrip("/")
+    if url.endswith("/chat/completions"):
+        return url
+    if url.endswith("/v1"):
+        return url + "/chat/completions"
+    return url + "/v1/chat/completions"
+
+
+def resolve_endpoint(config: EndpointConfig, environ: dict[str, str] | None = None) -> ResolvedEndpoint:
+    """URL, model and key from the config, else the environment; ``EndpointError`` without a URL."""
+    env = os.environ if environ is None else environ
+    url = config.url or env.get(URL_ENV)
+    if not url:
+        raise EndpointError(f"no endpoint URL: set engineer.endpoint.url or ${URL_ENV}")
+    if not url.startswith(("http://", "https://")):
+        raise EndpointError(f"endpoint URL {url!r} must start with http:// or https://")
+    return ResolvedEndpoint(url=chat_url(url), model=config.model or env.get(MODEL_ENV) or "default",
+                            api_key=env.get(config.api_key_env) or None)
+
+
+class EndpointPolicy:
+    """``Policy`` over an OpenAI-compatible ``/v1/chat/completions`` endpoint."""
+
+    def __init__(self, config: EndpointConfig, *, response_schema: dict[str, Any] | None = None,
+                 environ: dict[str, str] | None = None,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        self.config = config
+        self.endpoint = resolve_endpoint(config, environ)
+        self.response_schema = response_schema if config.json_schema else None
+        self._sleep = sleep
+
+    def generate(self, tasks: Sequence[Task], *, max_new_tokens: int | None = None,
+                 temperature: float | None = None, seed: int = 0) -> list[Completion]:
+        return [self._one(task, max_new_tokens or 512, 0.0 if temperature is None else temperature, seed)
+                for task in tasks]
+
+    def _one(self, task: Task, max_tokens: int, temperature: float, seed: int) -> Completion:
+        body: dict[str, Any] = {"model": self.endpoint.model, "messages": task.messages,
+                                "max_tokens": max_tokens, "temperature": temperature, "seed": seed}
+        if self.response_schema is not None:
+            body["response_format"] = {"type": "json_schema", "json_schema": {
+                "name": "generator_config", "schema": self.response_schema}}
+        try:
+            reply = self._post(body)
+        except _BadRequest as err:
+            if "response_format" not in body:
+                raise EndpointError(str(err)) from None
+            body.pop("response_format")
+            try:
+                reply = self._post(body)
+            except _BadRequest as err2:
+                raise EndpointError(str(err2)) from None
+        return _completion(reply, self.endpoint.url)
+
+    def _post(self, body: dict[str, Any]) -> Any:
+        data = json.dumps(body).encode()
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if self.endpoint.api_key:
+            headers["Authorization"] = f"Bearer {self.endpoint.api_key}"
+        url = self.endpoint.url
+        last = "no attempt made"
+        for attempt in range(self.config.retries + 1):
+            if attempt:
+                self._sleep(self.config.backoff_s * 2 ** (attempt - 1))
+            request = urllib.request.Request(url, data=data, headers=headers, method="POST")
+            try:
+                with urllib.request.urlopen(request, timeout=self.config.timeout_s) as response:
+                    raw = response.read()
+            except urllib.error.HTTPError as err:
+                detail = _snippet(err.read())
+                last = f"HTTP {err.code} from {url}: {detail}"
+                if err.code == 429 or err.code >= 500:
+                    continue
+                if err.code == 400:
+                    raise _BadRequest(last) from None
+                raise EndpointError(last) from None
+            except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as err:
+                reason = getattr(err, "reason", err)
+                last = f"cannot reach {url}: {reason}"
+                continue
+            try:
+                return json.loads(raw)
+            except ValueError:
+                raise EndpointError(f"{url} did not answer JSON: {_snippet(raw)}") from None
+        raise EndpointError(f"{last} (after {self.config.retries + 1} attempts)")
+
+
+class _BadRequest(Exception):
+    """HTTP 400 (kept apart so a request with ``response_format`` can be retried without it)."""
+
+
+def _snippet(raw: bytes | str, limit: int = 300) -> str:
+    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+    return " ".join(text.split())[:limit] or "(empty body)"
+
+
+def _completion(reply: Any, url: str) -> Completion:
+    try:
+        content = reply["choices"][0]["message"]["content"]
+    except (KeyError, IndexError, TypeError):
+        raise EndpointError(f"{url} answered without choices[0].message.content: "
+                            f"{_snippet(json.dumps(reply)[:300])}") from None
+    text = content if isinstance(content, str) else ""
+    usage = reply.get("usage") if isinstance(reply, dict) else None
+    tokens = usage.get("completion_tokens") if isinstance(usage, dict) else None
+    return Completion(text=text, num_tokens=int(tokens) if isinstance(tokens, int) else len(text.split()))

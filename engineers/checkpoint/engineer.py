@@ -1,0 +1,271 @@
+"""``CheckpointEngineer``: one design call per round, as in SPEC §1.6.
+
+``design(ctx)``:
+
+1. Resolve the context modules (preset + overrides) and render them from ``ctx``: F from the
+   latest round's ``eval.breakdown``; G for the testbed; H from every round's (proposal, breakdown)
+   in ``ctx.history``; S from the summary carried in this engineer's state; T from
+   ``ctx.run_info`` (and the testbed's current reward weights for the full variant).
+2. Build the chat prompt (``prompt.build_messages``) and ask the engineer model: ``checkpoint``
+   → ``ctx.policy``; ``base`` → ``ctx.base_policy()``; ``endpoint`` → ``EndpointPolicy``. On a vLLM
+   policy with ``structured_output`` the answer is decoded under ``prompt.output_schema``.
+3. Parse the answer leniently (``parse.parse_answer``); up to ``attempts`` generations until one
+   holds a config. ``Design.raw`` is the parsed config (``None`` when nothing usable came back, or
+   when the endpoint failed — ``project`` then keeps the previous config and records a ``Change``
+   at path ``""``; ``notes["status"]`` says why in words).
+4. Run the testbed's ``project`` on a copy to compute diagnostics (``diagnostics`` module) on the
+   config that will actually train. The controller runs ``project`` again and stores its changes.
+
+State (saved each round, restored on resume): the summary to show as module S next round, and the
+counts of designs and of designs with a usable config.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel
+
+from curriculum.records import Design
+from engineers.base import DesignContext, Engineer
+from engineers.checkpoint import context as ctxmod
+from engineers.checkpoint.config import CheckpointEngineerConfig, ContextSpec
+from engineers.checkpoint.diagnostics import edit_granularity, frontier_movement, summary_consistency
+from engineers.checkpoint.endpoint import EndpointError, EndpointPolicy
+from engineers.checkpoint.parse import ParsedAnswer, looks_like_proposal, parse_answer
+from engineers.checkpoint.prompt import build_messages, output_schema, prompt_text, rounded_example
+from testbeds.base import Completion, Policy, Task
+
+DEFAULT_MAX_NEW_TOKENS = 512
+RETRY_TEMPERATURE = 0.7
+_SIZE_KEY = re.compile(r"^\s*(?:size\s*[_-]?\s*)?(\d{1,2})(?:\s*[x×*]\s*(\d{1,2}))?\s*$", re.I)
+
+
+class CheckpointEngineer(Engineer):
+    """The policy (or the base model, or an endpoint) proposes the next generator config."""
+
+    name = "checkpoint"
+    config: CheckpointEngineerConfig
+
+    def __init__(self, config: CheckpointEngineerConfig, *, run_dir: str | None = None) -> None:
+        super().__init__(config, run_dir=run_dir)
+        self.summary: str | None = None
+        self.designs = 0
+        self.usable = 0
+
+    # -- state --------------------------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        return {"summary": self.summary, "designs": self.designs, "usable": self.usable}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.summary = state.get("summary")
+        self.designs = int(state.get("designs", 0))
+        self.usable = int(state.get("usable", 0))
+
+    # -- the engineer model -------------------------------------------------------------------------
+    def engineer_policy(self, ctx: DesignContext) -> Policy:
+        """The model that answers, per ``config.model`` (raises ``EndpointError`` for endpoints)."""
+        if self.config.model == "checkpoint":
+            if ctx.policy is None:
+                raise ValueError("engineer.model=checkpoint needs the current policy, but the trainer "
+                                 "passed none; use engineer.model=endpoint or a model-based trainer")
+            return ctx.policy
+        if self.config.model == "base":
+            if ctx.base_policy is None:
+                raise ValueError("engineer.model=base needs the trainer's base_policy, which is missing")
+            return ctx.base_policy()
+        return EndpointPolicy(self.config.endpoint,
+                              response_schema=output_schema(ctx.testbed.proposal_model))
+
+    # -- context ----------------------------------------------------------------------------------
+    def render_context(self, ctx: DesignContext, spec: ContextSpec) -> str:
+        """All switched-on modules rendered from ``ctx`` and this engineer's state."""
+        latest = ctx.history[-1] if ctx.history else None
+        texts: dict[str, str | None] = {}
+        if spec.failure:
+            texts["failure"] = ctxmod.render_failure_breakdown(latest.eval.breakdown if latest else {})
+        if spec.guideline:
+            bounds, docs = _field_info(ctx.proposal)
+            texts["guideline"] = ctxmod.render_guideline(ctx.testbed.name, bounds, docs)
+        if spec.history:
+            entries = [{"round": r.round, "proposal": r.proposal, "breakdown": r.eval.breakdown}
+                       for r in ctx.history]
+            texts["history"] = ctxmod.render_history(entries, include_initial_config=spec.history_initial_config,
+                                                     max_rounds=self.config.history_rounds)
+        if spec.summary:
+            texts["summary"] = ctxmod.render_summary(self.summary)
+        if spec.training is not None:
+            texts["training"] = ctxmod.render_training(ctx.run_info, round_index=ctx.round,
+                                                       total_rounds=ctx.total_rounds, variant=spec.training,
+                                                       reward=_reward_info(ctx.testbed))
+        return ctxmod.build_context(spec, **texts)
+
+    def messages(self, ctx: DesignContext, spec: ContextSpec) -> list[dict[str, str]]:
+        """The full chat prompt for this round."""
+        return build_messages(self.render_context(ctx, spec), rounded_example(_example_proposal(ctx)))
+
+    # -- design -------------------------------------------------------------------------------------
+    def design(self, ctx: DesignContext) -> Design:
+        spec = self.config.context_spec()
+        messages = self.messages(ctx, spec)
+        task = Task(id=f"engineer-round{ctx.round}", messages=messages)
+        seed = int(ctx.rng.integers(0, 2**31 - 1))
+        outputs: list[str] = []
+        parsed: ParsedAnswer | None = None
+        decoding = "free text + lenient parsing"
+        status: str
+        try:
+            policy = self.engineer_policy(ctx)
+            for attempt in range(self.config.attempts):
+                completion, decoding = self._generate(policy, task, ctx, seed + attempt, attempt)
+                outputs.append(completion.text)
+                parsed = parse_answer(completion.text)
+                if parsed.proposal is not None and looks_like_proposal(parsed.proposal):
+                    break
+        except EndpointError as err:
+            status = f"endpoint failed, kept the previous config: {err}"
+            parsed = None
+        else:
+            status = ""
+        usable = parsed is not None and parsed.proposal is not None and looks_like_proposal(parsed.proposal)
+        if not status:
+            status = ("usable config" if usable else
+                      f"no usable config in the output ({parsed.error if parsed and parsed.error else 'no size keys'})"
+                      f"; kept the previous config")
+        raw = parsed.proposal if usable and parsed is not None else None
+        summary = parsed.summary[:self.config.summary_max_chars] if parsed and parsed.summary else None
+
+        previous = ctx.proposal.model_dump(mode="json")
+        projected, changes = ctx.testbed.project(raw, ctx.proposal)
+        projected_json = projected.model_dump(mode="json")
+        breakdown = ctx.history[-1].eval.breakdown if ctx.history else {}
+        order = list((previous.get("sizes") or {}).keys())
+        self.designs += 1
+        self.usable += int(usable)
+        self.summary = summary
+        diagnostics = {
+            "status": status,
+            "engineer_model": self.config.model,
+            "context": spec.modules(),
+            "training_details": spec.training,
+            "decoding": decoding,
+            "attempts": len(outputs),
+            "usable_output": usable,
+            "usable_so_far": f"{self.usable}/{self.designs}",
+            "parse": ({"method": parsed.method, "repairs": parsed.repairs, "candidates": parsed.candidates,
+                       "error": parsed.error} if parsed else None),
+            "project_changes": len(changes),
+            "edits_proposed": edit_granularity(previous, _sizes_view(raw), tolerance=self.config.edit_tolerance,
+                                               local_max_sizes=self.config.local_edit_max_sizes),
+            "edits_applied": edit_granularity(previous, projected_json, tolerance=self.config.edit_tolerance,
+                                              local_max_sizes=self.config.local_edit_max_sizes),
+            "frontier": frontier_movement(breakdown, previous, projected_json, order),
+            "summary_check": summary_consistency(summary, breakdown),
+        }
+        output = outputs[0] if len(outputs) == 1 else "\n".join(
+            f"----- attempt {i + 1} -----\n{text}" for i, text in enumerate(outputs))
+        return Design(raw=raw, prompt=prompt_text(messages), output=output if outputs else None,
+                      notes={"summary": summary, "reasoning": parsed.reasoning[:4000] if parsed else None,
+                             "status": status, "diagnostics": diagnostics})
+
+    def _generate(self, policy: Policy, task: Task, ctx: DesignContext, seed: int,
+                  attempt: int) -> tuple[Completion, str]:
+        temperature = self.config.temperature
+        if attempt > 0 and temperature == 0.0:
+            temperature = RETRY_TEMPERATURE
+        max_new = (self.config.max_new_tokens
+                   or getattr(getattr(policy, "config", None), "engineer_max_new_tokens", None)
+                   or DEFAULT_MAX_NEW_TOKENS)
+        if self.config.structured_output and _is_vllm_policy(policy):
+            schema = output_schema(ctx.testbed.proposal_model)
+            return (vllm_structured_generate(policy, task, schema, max_new_tokens=max_new,
+                                             temperature=temperature, seed=seed),
+                    "vLLM structured outputs (JSON schema)")
+        if isinstance(policy, EndpointPolicy) and policy.response_schema is not None:
+            decoding = "endpoint response_format json_schema"
+        else:
+            decoding = "free text + lenient parsing"
+        completion = policy.generate([task], max_new_tokens=max_new, temperature=temperature, seed=seed)[0]
+        return completion, decoding
+
+
+# -- helpers ----------------------------------------------------------------------------------------
+
+def _is_vllm_policy(policy: Any) -> bool:
+    """A ``trainers.generation.VLLMPolicy`` (or anything exposing a vLLM ``LLM`` as ``.llm``)."""
+    return type(policy).__name__ == "VLLMPolicy" and hasattr(policy, "llm")
+
+
+def vllm_structured_generate(policy: Any, task: Task, schema: dict[str, Any], *, max_new_tokens: int,
+                             temperature: float, seed: int) -> Completion:
+    """One chat completion from ``policy.llm`` constrained to ``schema`` (vLLM structured outputs).
+
+    Uses ``SamplingParams(structured_outputs=StructuredOutputsParams(json=schema))`` (vLLM ≥ 0.10.2)
+    and falls back to ``guided_decoding=GuidedDecodingParams(json=schema)`` on older versions.
+    """
+    from vllm import SamplingParams
+
+    try:
+        from vllm.sampling_params import StructuredOutputsParams
+
+        constraint: dict[str, Any] = {"structured_outputs": StructuredOutputsParams(json=schema)}
+    except ImportError:
+        from vllm.sampling_params import GuidedDecodingParams
+
+        constraint = {"guided_decoding": GuidedDecodingParams(json=schema)}
+    top_p = getattr(getattr(policy, "config", None), "top_p", 1.0)
+    params = SamplingParams(max_tokens=max_new_tokens, temperature=temperature,
+                            top_p=top_p if temperature > 0 else 1.0, seed=seed, **constraint)
+    result = policy.llm.chat([task.messages], params, use_tqdm=False)[0].outputs[0]
+    return Completion(text=result.text, num_tokens=len(result.token_ids))
+
+
+def _sizes_view(raw: Any) -> dict[str, Any] | None:
+    """``{"sizes": {...}}`` with lenient size keys (``"5"``, ``"size_5"``) normalised to ``"5x5"``."""
+    if not isinstance(raw, dict):
+        return None
+    inner = raw.get("sizes") if isinstance(raw.get("sizes"), dict) else raw
+    out: dict[str, Any] = {}
+    for key, value in inner.items():
+        m = _SIZE_KEY.match(str(key))
+        if m and (m.group(2) is None or m.group(1) == m.group(2)):
+            out[f"{int(m.group(1))}x{int(m.group(1))}"] = value
+    return {"sizes": out}
+
+
+MAPF_FIELD_DOCS = {
+    "data_ratio": "share of the next round's training instances at this size (all sizes sum to 1)",
+    "hole_ratio": "share of the map's cells that are holes (more holes: harder maps, fewer routes)",
+    "wait_ratio": "share of this size's instances whose optimal plan needs an agent to wait",
+}
+
+
+def _field_info(proposal: BaseModel) -> tuple[dict[str, tuple[float, float]] | None, dict[str, str] | None]:
+    """Legal ranges and meanings of the per-size fields (MAPF generator configs only)."""
+    from testbeds.mapf_frozenlake.config import BOUNDS, GeneratorConfig
+
+    if isinstance(proposal, GeneratorConfig):
+        return dict(BOUNDS), MAPF_FIELD_DOCS
+    return None, None
+
+
+def _example_proposal(ctx: DesignContext) -> BaseModel:
+    """The neutral example shown in the answer format: equal data shares, 20% holes, no waits for
+    MAPF (never the current or round-0 config, so V4's omission holds); for other testbeds a
+    fixed-seed random legal proposal."""
+    from testbeds.mapf_frozenlake.config import GeneratorConfig, uniform_config
+
+    if isinstance(ctx.proposal, GeneratorConfig):
+        return uniform_config(hole_ratio=0.2, wait_ratio=0.0)
+    return ctx.testbed.random_proposal(np.random.default_rng(0))
+
+
+def _reward_info(testbed: Any) -> dict[str, Any] | None:
+    """Current adaptive-reward weights and EMA, when the testbed has an ``AdaptiveReward``."""
+    reward = getattr(testbed, "reward", None)
+    weights = getattr(reward, "weights", None)
+    if weights is None:
+        return None
+    return {"weights": list(weights), "ema": float(getattr(reward, "ema", 0.0))}

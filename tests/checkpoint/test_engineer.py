@@ -1,0 +1,178 @@
+"""The engineer path: context → scripted model → lenient parse → project → diagnostics."""
+
+from __future__ import annotations
+
+import json
+import sys
+import types
+
+import numpy as np
+from checkpoint_fakes import ScriptedPolicy, answer, config_json, fixed_breakdown
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from curriculum.records import RoundReport
+from engineers.base import DesignContext
+from engineers.checkpoint.config import CheckpointEngineerConfig
+from engineers.checkpoint.engineer import CheckpointEngineer
+from testbeds.base import EvalReport
+from testbeds.mapf_frozenlake.config import BOUNDS, SIZES, GeneratorConfig
+from testbeds.mapf_frozenlake.testbed import MAPFTestbed
+
+ROUND0 = config_json([0.3, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1], hole=0.437, wait=0.291)
+ROUND1 = config_json([0.125] * 8, hole=0.173, wait=0.0)
+
+
+def report(index: int, proposal: dict) -> RoundReport:
+    return RoundReport(round=index, proposal=proposal, train_metrics={},
+                       eval=EvalReport(score=0.3, metrics={}, breakdown=fixed_breakdown()))
+
+
+def make_ctx(policy=None, *, rounds: int = 1, base=None) -> DesignContext:
+    history = [report(0, ROUND0), report(1, ROUND1)][:rounds]
+    return DesignContext(round=rounds - 1, total_rounds=3, history=history,
+                         proposal=GeneratorConfig.model_validate(history[-1].proposal), testbed=MAPFTestbed(),
+                         rng=np.random.default_rng(0), policy=policy, base_policy=base,
+                         run_info={"epochs_per_round": 3.0})
+
+
+def test_usable_answer_becomes_raw_and_summary_is_carried_into_s():
+    new = config_json([0.05, 0.05, 0.2, 0.4, 0.1, 0.1, 0.05, 0.05], hole=0.2)
+    policy = ScriptedPolicy([answer(new, summary="6x6 is hard, so it gets 40%.")])
+    engineer = CheckpointEngineer(CheckpointEngineerConfig(context="V5"))
+    design = engineer.design(make_ctx(policy))
+    assert design.raw == new
+    assert design.notes["summary"] == "6x6 is hard, so it gets 40%."
+    assert engineer.state_dict()["summary"] == "6x6 is hard, so it gets 40%."
+    d = design.notes["diagnostics"]
+    assert d["usable_output"] and d["status"] == "usable config" and d["context"] == ["F", "G", "H", "S"]
+    assert d["frontier"]["mass_after"]["at"] == 0.6 and not d["summary_check"]["contradicts"]
+    assert json.loads(json.dumps(d)) == d  # JSON-able
+    # The next design shows that summary under S.
+    design2 = engineer.design(make_ctx(policy, rounds=2))
+    assert "## S. Your summary of your previous choice\n6x6 is hard, so it gets 40%." in design2.prompt
+    # Resume: a fresh engineer restored from state shows the same S.
+    restored = CheckpointEngineer(CheckpointEngineerConfig(context="V5"))
+    restored.load_state_dict(engineer.state_dict())
+    assert restored.summary == engineer.summary
+
+
+def test_prompt_modules_follow_the_preset_and_v4_hides_round0_config():
+    policy = ScriptedPolicy(["{}"])
+    v3 = CheckpointEngineer(CheckpointEngineerConfig(context="V3")).design(make_ctx(policy, rounds=2)).prompt
+    v4 = CheckpointEngineer(CheckpointEngineerConfig(context="V4")).design(make_ctx(policy, rounds=2)).prompt
+    v6 = CheckpointEngineer(CheckpointEngineerConfig()).design(make_ctx(policy, rounds=2)).prompt
+    v1 = CheckpointEngineer(CheckpointEngineerConfig(context="V1")).design(make_ctx(policy, rounds=2)).prompt
+    assert "0.437" in v3 and "0.437" not in v4 and "0.173" in v4
+    assert "## T. Training details" in v6 and "## S." not in v6
+    assert "## G." not in v1 and "## H." not in v1 and "## F." in v1
+    for prompt in (v1, v3, v4, v6):
+        assert '"summary": "<why you chose this>"' in prompt and '"10x10": {"data_ratio": 0.125' in prompt
+
+
+def test_unusable_output_keeps_previous_config_with_a_clear_change():
+    ctx = make_ctx(ScriptedPolicy(["I think we should train more on small maps."]))
+    design = CheckpointEngineer(CheckpointEngineerConfig()).design(ctx)
+    assert design.raw is None
+    assert design.notes["status"].startswith("no usable config in the output (no JSON object")
+    projected, changes = ctx.testbed.project(design.raw, ctx.proposal)
+    assert projected == ctx.proposal
+    assert len(changes) == 1 and changes[0].path == "" and "kept the previous config" in changes[0].reason
+    assert design.notes["diagnostics"]["usable_so_far"] == "0/1"
+
+
+def test_retries_until_a_usable_answer():
+    new = config_json([0.125] * 8, hole=0.05)
+    policy = ScriptedPolicy(["no idea", answer(new)])
+    design = CheckpointEngineer(CheckpointEngineerConfig(attempts=3, max_new_tokens=64)).design(make_ctx(policy))
+    assert design.raw == new and design.notes["diagnostics"]["attempts"] == 2
+    assert [c["temperature"] for c in policy.calls] == [0.0, 0.7]
+    assert [c["max_new_tokens"] for c in policy.calls] == [64, 64]
+    assert "----- attempt 2 -----" in design.output
+
+
+def test_base_model_is_asked_when_configured():
+    base = ScriptedPolicy([answer(config_json([0.125] * 8, hole=0.33))])
+    current = ScriptedPolicy(["{}"])
+    design = CheckpointEngineer(CheckpointEngineerConfig(model="base")).design(
+        make_ctx(current, base=lambda: base))
+    assert len(base.calls) == 1 and not current.calls
+    assert design.raw["sizes"]["3x3"]["hole_ratio"] == 0.33
+
+
+def test_vllm_policies_get_schema_constrained_decoding(monkeypatch):
+    seen = {}
+
+    class SamplingParams:
+        def __init__(self, **kwargs):
+            seen["params"] = kwargs
+
+    class StructuredOutputsParams:
+        def __init__(self, json):
+            self.json = json
+
+    vllm = types.ModuleType("vllm")
+    vllm.SamplingParams = SamplingParams
+    sampling = types.ModuleType("vllm.sampling_params")
+    sampling.StructuredOutputsParams = StructuredOutputsParams
+    monkeypatch.setitem(sys.modules, "vllm", vllm)
+    monkeypatch.setitem(sys.modules, "vllm.sampling_params", sampling)
+    text = json.dumps({"reasoning": "r", "summary": "s", **config_json([0.125] * 8, hole=0.11)})
+
+    class LLM:
+        def chat(self, messages, params, use_tqdm=False):
+            seen["messages"] = messages
+            out = types.SimpleNamespace(text=text, token_ids=[1, 2, 3])
+            return [types.SimpleNamespace(outputs=[out])]
+
+    class VLLMPolicy:  # same name as trainers.generation.VLLMPolicy
+        def __init__(self):
+            self.llm = LLM()
+            self.config = types.SimpleNamespace(top_p=0.9, engineer_max_new_tokens=99)
+
+    design = CheckpointEngineer(CheckpointEngineerConfig()).design(make_ctx(VLLMPolicy()))
+    schema = seen["params"]["structured_outputs"].json
+    assert schema["required"][:2] == ["reasoning", "summary"] and "sizes" in schema["properties"]
+    assert seen["params"]["max_tokens"] == 99
+    assert design.raw["sizes"]["5x5"]["hole_ratio"] == 0.11 and design.notes["summary"] == "s"
+    assert design.notes["diagnostics"]["decoding"].startswith("vLLM structured outputs")
+
+
+def _legal(config: GeneratorConfig) -> None:
+    assert list(config.sizes) == list(SIZES)
+    assert abs(sum(p.data_ratio for p in config.sizes.values()) - 1.0) <= 1e-6
+    for params in config.sizes.values():
+        for field, (lo, hi) in BOUNDS.items():
+            assert lo <= getattr(params, field) <= hi
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.floats(allow_nan=True, allow_infinity=True) | st.integers()
+    | st.text(max_size=8) | st.sampled_from(["3x3", "5", "size_7", "10x10", "data_ratio", "sizes", "hole_ratio"]),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
+        st.sampled_from(["sizes", "3x3", "4x4", "5", "9x9", "10x10", "11x11", "data_ratio", "hole_ratio",
+                         "wait_ratio", "summary", "x"]), inner, max_size=5),
+    max_leaves=25)
+
+
+def _render(value, style: int) -> str:
+    text = json.dumps(value, allow_nan=True)
+    if style == 1:
+        text = text.replace('"', "'")
+    elif style == 2:
+        text = text.replace("}", ",}")
+    return text
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(
+    st.text(max_size=200),
+    st.tuples(st.text(max_size=40), json_values, st.integers(0, 2), st.integers(0, 400)).map(
+        lambda t: t[0] + "```json\n" + _render(t[1], t[2])[: t[3] or None] + "\n```"),
+))
+def test_any_model_output_yields_a_legal_config(text):
+    ctx = make_ctx(ScriptedPolicy([text]))
+    design = CheckpointEngineer(CheckpointEngineerConfig()).design(ctx)
+    projected, _ = ctx.testbed.project(design.raw, ctx.proposal)
+    _legal(projected)
+    json.dumps(design.notes)
