@@ -1,0 +1,76 @@
+"""``curriculum compare`` and ``curriculum report``: parse arguments, call one library function."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from curriculum.registry import ENGINEERS, TESTBEDS, TRAINERS
+
+COMPARE_EXAMPLE = ("Example: curriculum compare --engineers random,fixed,optuna --testbed mapf_frozenlake "
+                   "--trainer simulated --seeds 5 --rounds 6 --out runs/compare-sim --jobs 2")
+REPORT_EXAMPLE = "Example: curriculum report runs/compare-sim/runs/optuna-seed0"
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``compare`` and ``report`` commands to the main app."""
+    from curriculum.cli import _fail, console
+
+    @app.command(epilog=COMPARE_EXAMPLE)
+    def compare(
+        engineers: Annotated[str, typer.Option(help=f"Comma-separated engineers: {', '.join(ENGINEERS.names())}.")],
+        testbed: Annotated[str, typer.Option(help=f"Testbed: {', '.join(TESTBEDS.names())}.")] = "mapf_frozenlake",
+        seeds: Annotated[int, typer.Option(min=1, help="Number of seeds (0..N-1), the same for every engineer.")] = 3,
+        rounds: Annotated[Optional[int], typer.Option(min=1, help="Rounds per run (default: the config's).")] = None,
+        out: Annotated[Path, typer.Option(help="Output directory (runs, compare.json, plots).")] = Path("runs/compare"),
+        trainer: Annotated[Optional[str], typer.Option(
+            help=f"Trainer: {', '.join(TRAINERS.names())} (simulated: a learning-dynamics model, "
+                 "not a language model).")] = None,
+        config: Annotated[Optional[Path], typer.Option("--config", "-c", help="Base YAML run config for every run "
+                          "(default for --trainer simulated: configs/mapf_simulated.yaml).")] = None,
+        set_: Annotated[list[str], typer.Option("--set", help="Override for every run, e.g. tasks_per_round=64; "
+                        "engineers.<name>.<key>=v for one engineer only.")] = [],
+        jobs: Annotated[int, typer.Option(min=1, help="Runs in parallel (processes).")] = 1,
+    ) -> None:
+        """Benchmark engineers under identical seeds, budget, eval suites and starting config."""
+        from curriculum.compare import CompareSpec, compare as run_compare, results_table
+        from curriculum.config import ConfigError
+        from curriculum.registry import UnknownName
+
+        spec = CompareSpec(engineers=[e.strip() for e in engineers.split(",") if e.strip()], testbed=testbed,
+                           seeds=seeds, rounds=rounds, out=out, trainer=trainer, config=config,
+                           overrides=list(set_), jobs=jobs)
+
+        def progress(outcome) -> None:
+            extra = f" in {outcome.seconds:.1f}s" if outcome.seconds else ""
+            color = "red" if outcome.status == "failed" else "green"
+            console.print(f"[{color}]{outcome.status}[/] {outcome.engineer} seed {outcome.seed}{extra}",
+                          highlight=False)
+
+        try:
+            result = run_compare(spec, progress=progress)
+        except (ConfigError, UnknownName) as err:
+            _fail(str(err))
+        console.print(results_table(result.data))
+        console.print(f"wrote {out / 'compare.json'}, {out / 'table.txt'} and plots:")
+        for path in result.plots:
+            console.print(f"  {path}", highlight=False)
+        if result.failed:
+            for o in result.failed:
+                console.print(f"[red]failed[/] {o.engineer} seed {o.seed}:\n{o.error}", highlight=False)
+            raise typer.Exit(1)
+
+    @app.command(epilog=REPORT_EXAMPLE)
+    def report(run_dir: Annotated[Path, typer.Argument(help="A run directory.")]) -> None:
+        """Plot a run: eval metrics per round and per map size, and the training distribution."""
+        from curriculum.config import ConfigError
+        from curriculum.report import report_run
+
+        try:
+            paths = report_run(run_dir)
+        except (ConfigError, FileNotFoundError) as err:
+            _fail(str(err))
+        for path in paths:
+            console.print(str(path), highlight=False)

@@ -1,0 +1,244 @@
+"""Plots of runs and engineer comparisons (matplotlib, Agg backend, PNG).
+
+Data extraction is pure (``RunSummary.load`` reads a run dir; ``rates_by_size`` reads flat eval
+metrics); the ``plot_*`` functions take plain arrays and write one PNG each, always at
+``FIGSIZE`` inches × ``DPI`` (so a figure's pixel size is known in advance).
+
+* ``plot_score_curves`` — eval score per round per engineer: the mean over seeds and its 95%
+  percentile-bootstrap interval (``curriculum.stats``) as a band.
+* ``plot_final_by_size`` — final valid and optimal rate per map size (mean over the eval suites'
+  agent counts, then over seeds, with 95% bootstrap error bars), one bar group per size.
+* ``plot_distribution`` — the training distribution chosen per round: the data ratio of every
+  size in every round (mean over seeds), one heat map per engineer.
+* ``report_run`` — the single-run versions (``curriculum report RUN_DIR``): eval metrics per
+  round, valid rate per map size per round, and the training distribution per round.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from curriculum.stats import bootstrap_mean_ci_columns
+
+FIGSIZE: tuple[float, float] = (10.0, 6.0)
+"""Figure size in inches of every plot."""
+DPI = 100
+"""Dots per inch: every PNG is FIGSIZE × DPI = 1000 × 600 pixels."""
+
+_RATE = re.compile(r"^(valid|optimal)_rate/(\d+)agents/(\d+x\d+)$")
+_SUITE = re.compile(r"^(valid|optimal)_rate/(\d+)agents$")
+
+
+def _side(size: str) -> int:
+    return int(size.split("x")[0])
+
+
+def rates_by_size(metrics: dict[str, float], kind: str = "valid") -> dict[str, float]:
+    """Per map size, the mean of ``<kind>_rate/<k>agents/<size>`` over the agent counts present."""
+    acc: dict[str, list[float]] = {}
+    for key, value in metrics.items():
+        m = _RATE.match(key)
+        if m and m.group(1) == kind:
+            acc.setdefault(m.group(3), []).append(float(value))
+    return {s: float(np.mean(acc[s])) for s in sorted(acc, key=_side)}
+
+
+def suite_rates(metrics: dict[str, float], kind: str = "valid") -> dict[int, float]:
+    """Agent count → ``<kind>_rate/<k>agents``."""
+    out = {}
+    for key, value in metrics.items():
+        m = _SUITE.match(key)
+        if m and m.group(1) == kind:
+            out[int(m.group(2))] = float(value)
+    return dict(sorted(out.items()))
+
+
+@dataclass
+class RunSummary:
+    """What the plots and ``compare`` need from one run directory."""
+
+    path: Path
+    engineer: str
+    seed: int
+    rounds_planned: int
+    scores: list[float]
+    """Eval score after each completed round."""
+    metrics: list[dict[str, float]]
+    """Flat eval metrics after each completed round."""
+    data_ratio: list[dict[str, float]]
+    """Per completed round: size → data ratio of the proposal it trained on."""
+    baseline_score: float | None = None
+    """Eval score of the untrained policy, when the run evaluated it."""
+    simulated: bool = False
+    """Whether the learner was the simulated one."""
+    config: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def complete(self) -> bool:
+        return len(self.scores) >= self.rounds_planned
+
+    @classmethod
+    def load(cls, path: str | Path) -> RunSummary:
+        from curriculum.rundir import RunDir, read_json
+
+        run = RunDir.open(path)
+        config = run.saved_config()
+        history = run.history()
+        baseline = None
+        if (run.path / "baseline_eval.json").is_file():
+            baseline = float(read_json(run.path / "baseline_eval.json")["score"])
+        ratios = []
+        for report in history:
+            sizes = report.proposal.get("sizes", {})
+            ratios.append({s: float(v.get("data_ratio", 0.0)) for s, v in sizes.items()}
+                          if isinstance(sizes, dict) else {})
+        return cls(path=run.path, engineer=config.engineer.name, seed=config.seed,
+                   rounds_planned=config.rounds, scores=[r.eval.score for r in history],
+                   metrics=[dict(r.eval.metrics) for r in history], data_ratio=ratios,
+                   baseline_score=baseline, simulated=config.trainer.name == "simulated",
+                   config=config.model_dump(mode="json"))
+
+
+# --------------------------------------------------------------------------------------------
+# plotting
+# --------------------------------------------------------------------------------------------
+
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(fig: Any, path: Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=DPI)
+    _pyplot().close(fig)
+    return path
+
+
+def plot_score_curves(curves: dict[str, np.ndarray], path: Path, *, title: str = "Eval score per round",
+                      ylabel: str = "eval score") -> Path:
+    """``curves``: engineer → (seeds × rounds) scores (NaN for missing); mean and 95% band."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=FIGSIZE, layout="constrained")
+    for name, matrix in curves.items():
+        m = np.atleast_2d(np.asarray(matrix, dtype=float))
+        intervals = bootstrap_mean_ci_columns(m)
+        x = np.arange(m.shape[1])
+        mean = np.array([i.mean for i in intervals])
+        line, = ax.plot(x, mean, marker="o", label=f"{name} (n={m.shape[0]})")
+        ax.fill_between(x, [i.low for i in intervals], [i.high for i in intervals],
+                        color=line.get_color(), alpha=0.2, linewidth=0)
+    ax.set_xlabel("round")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend()
+    return _save(fig, path)
+
+
+def plot_final_by_size(final: dict[str, dict[str, np.ndarray]], sizes: Sequence[str], path: Path, *,
+                       title: str = "Final valid and optimal rate per map size") -> Path:
+    """``final``: engineer → {"valid": (seeds × sizes), "optimal": (seeds × sizes)}."""
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, 2, figsize=FIGSIZE, layout="constrained", sharey=True)
+    names = list(final)
+    width = 0.8 / max(1, len(names))
+    x = np.arange(len(sizes))
+    for ax, kind in zip(axes, ("valid", "optimal")):
+        for i, name in enumerate(names):
+            m = np.atleast_2d(np.asarray(final[name][kind], dtype=float))
+            intervals = bootstrap_mean_ci_columns(m)
+            mean = np.array([iv.mean for iv in intervals])
+            err = np.array([[iv.mean - iv.low for iv in intervals], [iv.high - iv.mean for iv in intervals]])
+            ax.bar(x + (i - (len(names) - 1) / 2) * width, mean, width, yerr=err, capsize=2, label=name)
+        ax.set_xticks(x, list(sizes), rotation=45)
+        ax.set_title(f"{kind} rate")
+        ax.set_xlabel("map size")
+        ax.set_ylim(0, 1.05)
+        ax.grid(axis="y", alpha=0.3)
+    axes[0].set_ylabel("rate (mean over seeds, 95% CI)")
+    axes[0].legend()
+    fig.suptitle(title)
+    return _save(fig, path)
+
+
+def plot_distribution(dist: dict[str, np.ndarray], sizes: Sequence[str], path: Path, *,
+                      title: str = "Training distribution per round (data ratio by map size)") -> Path:
+    """``dist``: engineer → (rounds × sizes) data ratios (mean over seeds); one heat map each."""
+    plt = _pyplot()
+    names = list(dist)
+    fig, axes = plt.subplots(1, len(names), figsize=FIGSIZE, layout="constrained", squeeze=False)
+    image = None
+    for ax, name in zip(axes[0], names):
+        m = np.atleast_2d(np.asarray(dist[name], dtype=float))
+        image = ax.imshow(m, aspect="auto", cmap="viridis", vmin=0.0, vmax=max(0.5, float(np.nanmax(m))))
+        ax.set_title(name)
+        ax.set_xticks(np.arange(len(sizes)), list(sizes), rotation=90)
+        ax.set_yticks(np.arange(m.shape[0]))
+        ax.set_xlabel("map size")
+    axes[0][0].set_ylabel("round")
+    if image is not None:
+        fig.colorbar(image, ax=axes[0].tolist(), label="data ratio")
+    fig.suptitle(title)
+    return _save(fig, path)
+
+
+def plot_run_metrics(summary: RunSummary, path: Path) -> Path:
+    """One run: score and per-suite valid/optimal rates per round (left); valid rate per size
+    per round as a heat map (right)."""
+    plt = _pyplot()
+    fig, (left, right) = plt.subplots(1, 2, figsize=FIGSIZE, layout="constrained")
+    x = np.arange(len(summary.scores))
+    left.plot(x, summary.scores, marker="o", linewidth=2.5, color="black", label="score")
+    suites = sorted({k for m in summary.metrics for k in suite_rates(m)})
+    for kind, style in (("valid", "-"), ("optimal", "--")):
+        for k in suites:
+            left.plot(x, [suite_rates(m, kind).get(k, np.nan) for m in summary.metrics], style,
+                      marker=".", label=f"{kind} {k} agents")
+    if summary.baseline_score is not None:
+        left.axhline(summary.baseline_score, color="grey", linestyle=":", label="untrained")
+    left.set_xlabel("round")
+    left.set_ylabel("rate")
+    left.set_ylim(0, 1.05)
+    left.grid(alpha=0.3)
+    left.legend(fontsize="small")
+    left.set_title("eval metrics per round")
+    sizes = sorted({s for m in summary.metrics for s in rates_by_size(m)}, key=_side)
+    grid = np.array([[rates_by_size(m).get(s, np.nan) for s in sizes] for m in summary.metrics])
+    image = right.imshow(np.atleast_2d(grid), aspect="auto", cmap="magma", vmin=0, vmax=1)
+    right.set_xticks(np.arange(len(sizes)), sizes, rotation=90)
+    right.set_yticks(x)
+    right.set_xlabel("map size")
+    right.set_ylabel("round")
+    right.set_title("valid rate per map size")
+    fig.colorbar(image, ax=right)
+    note = " — SIMULATED learner" if summary.simulated else ""
+    fig.suptitle(f"{summary.path.name}: {summary.engineer}, seed {summary.seed}{note}")
+    return _save(fig, path)
+
+
+def report_run(run_dir: str | Path) -> list[Path]:
+    """``curriculum report``: write the single-run plots into ``RUN_DIR/plots``; return their paths."""
+    summary = RunSummary.load(run_dir)
+    if not summary.scores:
+        raise FileNotFoundError(f"{run_dir} has no completed round yet")
+    out = summary.path / "plots"
+    sizes = sorted({s for r in summary.data_ratio for s in r}, key=_side)
+    dist = np.array([[r.get(s, 0.0) for s in sizes] for r in summary.data_ratio])
+    note = " — SIMULATED learner" if summary.simulated else ""
+    return [
+        plot_run_metrics(summary, out / "eval_metrics.png"),
+        plot_distribution({summary.engineer: dist}, sizes, out / "training_distribution.png",
+                          title=f"Training distribution per round{note}"),
+    ]
