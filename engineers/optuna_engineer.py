@@ -23,8 +23,8 @@ starting proposal. The objective (maximised) is, with s_r the eval score after r
 The last round's trial is told in ``on_round_end``. Storage: SQLite ``optuna.db`` in the run dir
 (``optuna-dashboard sqlite:///RUN/optuna.db`` opens it); without a run dir, in memory.
 Resume is idempotent: trials are keyed by round, so a re-run round whose trial is already
-complete is not told twice, and an asked-but-uncommitted T_{r+1} is reused rather than asked
-again. The sampler is rebuilt at every call with a seed drawn from the controller's per-round
+complete is not told twice, and a T_{r+1} asked by an earlier attempt (the run died after
+``design`` but before round r was committed) is reused rather than asked again. The sampler is rebuilt at every call with a seed drawn from the controller's per-round
 RNG, so a resumed run asks exactly what an uninterrupted one would.
 """
 
@@ -306,10 +306,8 @@ class OptunaEngineer(Engineer):
             study.ask(space.distributions())
         told = self._tell(study, r)
 
-        from optuna.trial import TrialState
-
         pending = self._trial_for(study, r + 1)
-        if pending is not None and pending.state == TrialState.RUNNING:
+        if pending is not None:  # asked by an earlier attempt at this round: the decision stands
             params, number, reused = pending.params, pending.number, True
         else:
             trial = study.ask(space.distributions())
