@@ -56,7 +56,7 @@ def register(app: typer.Typer) -> None:
         console.print(results_table(result.data))
         console.print(f"wrote {out / 'compare.json'}, {out / 'table.txt'} and plots:")
         for path in result.plots:
-            console.print(f"  {path}", highlight=False)
+            console.print(f"  {path}", highlight=False, soft_wrap=True)
         if result.failed:
             for o in result.failed:
                 console.print(f"[red]failed[/] {o.engineer} seed {o.seed}:\n{o.error}", highlight=False)
@@ -73,4 +73,4 @@ def register(app: typer.Typer) -> None:
         except (ConfigError, FileNotFoundError) as err:
             _fail(str(err))
         for path in paths:
-            console.print(str(path), highlight=False)
+            console.print(str(path), highlight=False, soft_wrap=True)

@@ -343,10 +343,9 @@ def results_table(data: dict[str, Any]) -> Any:
     from rich.console import Group
     from rich.table import Table
 
-    title = "Engineer comparison on {} ({} seeds × {} rounds)".format(
-        data["testbed"], len(data["seeds"]), data["rounds"])
+    title = "Engineers on {}, {} seeds × {} rounds".format(data["testbed"], len(data["seeds"]), data["rounds"])
     if data["simulated"]:
-        title += " — SIMULATED LEARNER, not model results"
+        title = "SIMULATED LEARNER, not model results — " + title
     main = Table(title=title, title_justify="left")
     for col in ("engineer", "runs", "final score [95% CI]", "mean over rounds", "final valid",
                 "final optimal"):

@@ -1,0 +1,169 @@
+"""``curriculum compare`` and ``curriculum report`` on the simulated learner."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+from typer.testing import CliRunner
+
+from curriculum.cli import app
+from curriculum.compare import SIMULATED_NOTICE, CompareSpec, compare, run_configs
+from curriculum.config import ConfigError
+from curriculum.report import DPI, FIGSIZE, report_run
+
+REPO = Path(__file__).resolve().parents[2]
+PIXELS = (int(FIGSIZE[0] * DPI), int(FIGSIZE[1] * DPI))
+FAST = ["testbed.eval_agents=[3]", "testbed.eval_instances_per_size=6", "tasks_per_round=32"]
+
+
+def _spec(out, engineers, seeds=2, rounds=3, jobs=1, overrides=()):
+    return CompareSpec(engineers=engineers, testbed="mapf_frozenlake", seeds=seeds, rounds=rounds, out=out,
+                       trainer="simulated", overrides=[*FAST, *overrides], jobs=jobs)
+
+
+def assert_real_png(path: Path) -> None:
+    assert path.is_file() and path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    with Image.open(path) as img:
+        assert img.size == PIXELS
+        pixels = np.asarray(img.convert("L"), dtype=float)
+    # not blank: many distinct grey levels and a good share of non-background pixels
+    assert len(np.unique(pixels)) > 20
+    assert (pixels < 250).mean() > 0.05
+
+
+def _scores(data):
+    return {(r["engineer"], r["seed"]): r["scores"] for r in data["runs"]}
+
+
+def test_compare_writes_table_json_and_plots(tmp_path):
+    result = compare(_spec(tmp_path, ["random", "fixed", "optuna"], jobs=2))
+    assert not result.failed
+    data = json.loads((tmp_path / "compare.json").read_text())
+    assert data["simulated"] is True and data["notice"] == SIMULATED_NOTICE
+    assert result.table_text.startswith("SIMULATED LEARNER, not model results")
+    assert (tmp_path / "table.txt").read_text() == result.table_text
+    assert {r["status"] for r in data["runs"]} == {"new"} and len(data["runs"]) == 6
+    for e in ("random", "fixed", "optuna"):
+        s = data["summary"][e]
+        assert s["n"] == 2 and len(s["per_round"]) == 3
+        assert s["final_score"]["low"] <= s["final_score"]["mean"] <= s["final_score"]["high"]
+        assert set(s["final_valid_by_size"]) == {f"{n}x{n}" for n in range(3, 11)}
+    pairs = {(p["a"], p["b"]): p for p in data["pairwise"]}
+    assert set(pairs) == {("random", "fixed"), ("random", "optuna"), ("fixed", "optuna")}
+    finals = {k: v[-1] for k, v in _scores(data).items()}
+    assert pairs[("random", "fixed")]["mean_diff"] == pytest.approx(
+        np.mean([finals[("random", s)] - finals[("fixed", s)] for s in (0, 1)]))
+    # identical starting config, eval suite and per-seed data across engineers
+    for s in (0, 1):
+        first = {e: json.loads((tmp_path / "runs" / f"{e}-seed{s}" / "rounds" / "round_000" / "proposal.json")
+                               .read_text()) for e in ("random", "fixed", "optuna")}
+        assert first["random"] == first["fixed"] == first["optuna"]
+    assert len(result.plots) == 3
+    for p in result.plots:
+        assert_real_png(p)
+    # a rerun reuses everything
+    again = compare(_spec(tmp_path, ["random", "fixed", "optuna"], jobs=2))
+    assert {o.status for o in again.outcomes} == {"reused"}
+    assert _scores(again.data) == _scores(data)
+
+
+def test_frontier_beats_random_on_the_simulated_learner(tmp_path):
+    result = compare(_spec(tmp_path, ["frontier", "random"], seeds=5, rounds=6, jobs=2, overrides=[]))
+    s = result.data["summary"]
+    print("frontier", s["frontier"]["final_score"], "random", s["random"]["final_score"])
+    assert s["frontier"]["final_score"]["mean"] > s["random"]["final_score"]["mean"]
+    assert s["frontier"]["mean_score_over_rounds"] > s["random"]["mean_score_over_rounds"]
+
+
+def test_same_seed_same_results(tmp_path):
+    a = compare(_spec(tmp_path / "a", ["optuna", "frontier"], seeds=1, rounds=3))
+    b = compare(_spec(tmp_path / "b", ["optuna", "frontier"], seeds=1, rounds=3))
+    assert _scores(a.data) == _scores(b.data)
+    assert [r["data_ratio"] for r in a.data["runs"]] == [r["data_ratio"] for r in b.data["runs"]]
+
+
+def test_killed_compare_reruns_only_missing_runs(tmp_path):
+    out = tmp_path / "killed"
+    args = ["compare", "--engineers", "random", "--trainer", "simulated", "--seeds", "3", "--rounds", "3",
+            "--out", str(out), "--jobs", "1"] + [x for f in FAST for x in ("--set", f)]
+    code = ("import sys; sys.path.insert(0, 'tests/bench'); import conftest; "
+            "from curriculum.cli import app; app(sys.argv[1:])")
+    proc = subprocess.Popen([sys.executable, "-c", code, *args], cwd=REPO, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    first = out / "runs" / "random-seed0" / "rounds"
+    second = out / "runs" / "random-seed1" / "rounds"
+    deadline = time.time() + 120
+    while time.time() < deadline and not (second / "round_000").is_dir():
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert (first / "round_002").is_dir(), "the first run should have finished before the kill"
+    stamp = (first / "round_002" / "eval.json").stat().st_mtime_ns
+    result = compare(_spec(out, ["random"], seeds=3))
+    status = {o.seed: o.status for o in result.outcomes}
+    assert status[0] == "reused" and status[1] == "resumed" and status[2] == "new"
+    assert (first / "round_002" / "eval.json").stat().st_mtime_ns == stamp
+    clean = compare(_spec(tmp_path / "clean", ["random"], seeds=3))
+    assert _scores(result.data) == _scores(clean.data)
+
+
+def test_config_mismatch_and_unknown_engineer_are_errors(tmp_path):
+    compare(_spec(tmp_path, ["fixed"], seeds=1, rounds=1))
+    with pytest.raises(ConfigError, match="different config"):
+        compare(_spec(tmp_path, ["fixed"], seeds=1, rounds=1, overrides=["tasks_per_round=16"]))
+    with pytest.raises(Exception, match="unknown engineer"):
+        run_configs(_spec(tmp_path, ["nope"]))
+
+
+def test_per_engineer_overrides(tmp_path):
+    configs = run_configs(_spec(tmp_path, ["optuna", "random"], seeds=1,
+                                overrides=["engineers.optuna.sampler=random"]))
+    assert configs[("optuna", 0)].engineer.sampler == "random"
+    assert configs[("random", 0)].engineer.name == "random"
+    assert configs[("optuna", 0)].tasks_per_round == configs[("random", 0)].tasks_per_round == 32
+    with pytest.raises(ConfigError):
+        run_configs(_spec(tmp_path, ["random"], overrides=["engineers.optuna.sampler=random"]))
+
+
+def test_cli_compare_and_report(tmp_path):
+    runner = CliRunner()
+    for command in ("compare", "report"):
+        help_text = runner.invoke(app, [command, "--help"]).output
+        assert "Example: curriculum " + command in help_text
+    res = runner.invoke(app, ["compare", "--engineers", "frontier", "--trainer", "simulated", "--seeds", "1",
+                              "--rounds", "2", "--out", str(tmp_path)] + [x for f in FAST for x in ("--set", f)])
+    assert res.exit_code == 0, res.output
+    assert "SIMULATED LEARNER" in res.output and "compare.json" in res.output
+    run_dir = tmp_path / "runs" / "frontier-seed0"
+    res = runner.invoke(app, ["report", str(run_dir)])
+    assert res.exit_code == 0, res.output
+    paths = [Path(line) for line in res.output.split() if line.endswith(".png")]
+    assert [p.name for p in paths] == ["eval_metrics.png", "training_distribution.png"]
+    for p in paths:
+        assert p.parent == run_dir / "plots"
+        assert_real_png(p)
+    assert report_run(run_dir) == paths
+    res = runner.invoke(app, ["report", str(tmp_path / "missing")])
+    assert res.exit_code != 0
+
+
+@pytest.mark.slow
+def test_acceptance_command_under_two_minutes(tmp_path):
+    start = time.perf_counter()
+    result = compare(CompareSpec(engineers=["random", "fixed", "optuna"], testbed="mapf_frozenlake", seeds=5,
+                                 rounds=6, out=tmp_path, trainer="simulated", jobs=2))
+    wall = time.perf_counter() - start
+    print(f"compare wall time {wall:.1f}s")
+    assert not result.failed and len(result.outcomes) == 15
+    assert wall < 120
+    for p in result.plots:
+        assert_real_png(p)
