@@ -1,4 +1,4 @@
-"""The sandboxed worker: a zygote that forks one child per environment instance.
+"""The sandboxed worker: a zygote that forks one fresh child per environment instance.
 
 This file runs *inside* the sandbox (under bubblewrap, as an unprivileged uid) with the
 interpreter flags ``-I -S -B``, so it imports nothing but the standard library. The host
@@ -6,20 +6,21 @@ imports it too, for the frame codec (``write_frame`` / ``read_frame``) it shares
 
 Life of a worker:
 
-1. Read the ``init`` frame (limits, allowlist, prelude) from the request pipe.
+1. Read the ``init`` frame (limits, allowlist, prelude) from the control socket.
 2. Harden itself: non-dumpable, rlimits (no core, file size, open files, processes),
    pre-import the allowed modules and run the trusted prelude, then load the seccomp filter
    (which also sets no-new-privileges). Answer with a report of what is in force.
-3. Serve requests. ``load`` forks a child that compiles the program, instantiates the
-   environment class and serves ``reset`` / ``step`` / ``call`` over its own pipes; the
-   zygote relays each request with a deadline, kills the child when the deadline passes, and
-   after every instance kills every other process left in the sandbox (daemons included).
+3. Fork the next instance ahead of time and pass the host (SCM_RIGHTS) its end of a socket
+   pair to it. The host sends ``load`` / ``reset`` / ``step`` / ``call`` straight to the
+   instance with its own deadlines; the instance compiles the program, builds the
+   environment and answers. On ``close`` (normal end, deadline, or dead channel) the zygote
+   kills the instance and every other process left in the sandbox (daemons included),
+   reports how the instance had ended, and offers the next one.
 
 Frames are a 4-byte big-endian length followed by UTF-8 JSON. The program's own prints go to
 a bounded in-memory buffer and its raw fd 1/2 to ``/dev/null``, so nothing it writes can
-reach the protocol pipes.
+reach the protocol.
 """
-
 from __future__ import annotations
 
 import builtins
@@ -29,6 +30,7 @@ import json
 import os
 import select
 import signal
+import socket
 import struct
 import sys
 import time
@@ -271,9 +273,10 @@ def to_jsonable(value):
     return list(value) if isinstance(value, tuple) else value
 
 
-def child_main(settings: dict, prelude: dict, rfd: int, wfd: int) -> None:
-    """Body of a forked instance: confine itself, wait for its ``load`` request, build the
-    environment, then serve calls until EOF. Forked ahead of time as the zygote's spare."""
+def child_main(settings: dict, prelude: dict, channel: int) -> None:
+    """Body of a forked instance: confine itself, wait for its ``load`` request on its channel
+    to the host, build the environment, then serve calls until EOF. Forked ahead of time."""
+    rfd = wfd = channel
     os.setsid()
     null = os.open("/dev/null", os.O_RDWR)
     os.dup2(null, 1)
@@ -298,19 +301,27 @@ def child_main(settings: dict, prelude: dict, rfd: int, wfd: int) -> None:
                                  | {"output": message["output"]}).encode()
         write_frame(wfd, payload)
 
-    try:
-        namespace = dict(prelude)
-        namespace.update(__name__=ENV_MODULE, __builtins__=make_env_builtins(settings))
-        code = compile(request["source"], "<environment>", "exec")
-        exec(code, namespace)
-        env = find_env_class(namespace, request.get("class_name"))()
-    except LookupError as exc:
-        reply(error("bad_program", str(exc)))
+    if request.get("op") != "load":
+        reply(error("bad_call", "the first request to an instance must be 'load'"))
         return
+    namespace = dict(prelude)
+    namespace.update(__name__=ENV_MODULE, __builtins__=make_env_builtins(settings))
+    try:
+        exec(compile(request["source"], "<environment>", "exec"), namespace)
     except BaseException as exc:  # noqa: BLE001 - everything the program raises is reported
         reply(describe_exception(exc, tb_limit))
         return
-    reply({"ok": True, "value": type(env).__name__})
+    try:
+        env_class = find_env_class(namespace, request.get("class_name"))
+    except LookupError as exc:
+        reply(error("bad_program", str(exc)))
+        return
+    try:
+        env = env_class()
+    except BaseException as exc:  # noqa: BLE001
+        reply(describe_exception(exc, tb_limit))
+        return
+    reply({"ok": True, "value": env_class.__name__})
 
     while True:
         try:
@@ -344,130 +355,95 @@ def _refuse(value):
 
 # --------------------------------------------------------------------------- the zygote
 class Zygote:
-    """Forks instances, relays their calls with deadlines, and cleans up after them."""
+    """Forks each instance ahead of time, hands the host a direct channel to it, and cleans
+    up after it.
 
-    def __init__(self, rfd: int, wfd: int, settings: dict, prelude: dict) -> None:
-        self.rfd, self.wfd, self.settings, self.prelude = rfd, wfd, settings, prelude
+    The host talks to an instance over its own socket pair and enforces the call deadlines;
+    the zygote hears about the instance again only when the host closes it (normally, at a
+    deadline, or after the channel died), and then kills it and every other process left.
+    """
+
+    def __init__(self, ctl: int, settings: dict, prelude: dict) -> None:
+        self.ctl, self.settings, self.prelude = ctl, settings, prelude
+        self.ctl_socket = socket.socket(fileno=os.dup(ctl))
         self.child_pid: int | None = None
-        self.to_child = self.from_child = -1
-        self.spare: tuple[int, int, int] | None = None  # (pid, to_child, from_child)
 
     def serve(self) -> None:
-        """Answer requests from the host until it closes the pipe."""
+        """Answer requests from the host until it closes the control socket."""
+        self.offer_instance()
         while True:
             try:
-                message = json.loads(read_frame(self.rfd, self.settings["max_request_bytes"]))
+                message = json.loads(read_frame(self.ctl, self.settings["max_request_bytes"]))
             except FrameError:
-                self.end_instance()
                 return
             op = message.get("op")
-            if op == "load":
-                if self.child_pid is not None:
-                    self.end_instance()
-                self.reply_raw(self.start_instance(message))
-            elif op in ("reset", "step", "call"):
-                self.reply_raw(self.relay(message))
-            elif op == "close":
-                killed = self.end_instance()
-                send(self.wfd, {"ok": True, "value": {"killed": killed}})
-                self.fork_spare()
+            if op == "close":
+                send(self.ctl, {"ok": True, "value": self.end_instance(message.get("expect_dead", False))})
+                self.offer_instance()
             elif op == "ping":
-                send(self.wfd, {"ok": True, "value": "pong"})
+                send(self.ctl, {"ok": True, "value": "pong"})
             else:
-                send(self.wfd, error("bad_call", f"unknown op {op!r}"))
+                send(self.ctl, error("bad_call", f"unknown op {op!r}"))
 
-    def reply_raw(self, payload: bytes) -> None:
-        write_frame(self.wfd, payload)
-
-    def fork_spare(self) -> None:
-        """Fork the next instance now, off the critical path; it waits for its ``load``."""
-        if self.spare is not None:
-            return
-        host_r, child_w = os.pipe()
-        child_r, host_w = os.pipe()
+    def offer_instance(self) -> None:
+        """Fork the next instance and send the host its end of the instance's socket pair."""
+        host_end, child_end = socket.socketpair()
         pid = os.fork()
         if pid == 0:
-            for fd in (self.rfd, self.wfd, host_r, host_w):
-                os.close(fd)
+            self.ctl_socket.close()
+            os.close(self.ctl)
+            host_end.close()
             code = 0
             try:
-                child_main(self.settings, self.prelude, child_r, child_w)
+                child_main(self.settings, self.prelude, child_end.detach())
             except BaseException:  # noqa: BLE001 - the child must never return into the zygote
                 code = 70
             os._exit(code)
-        os.close(child_r)
-        os.close(child_w)
-        self.spare = (pid, host_w, host_r)
+        child_end.close()
+        payload = json.dumps({"op": "instance", "pid": pid}).encode()
+        socket.send_fds(self.ctl_socket, [HEADER.pack(len(payload)) + payload], [host_end.fileno()])
+        host_end.close()
+        self.child_pid = pid
 
-    def start_instance(self, message: dict) -> bytes:
-        """Hand the program to the spare child and relay its load reply."""
-        self.fork_spare()
-        (self.child_pid, self.to_child, self.from_child), self.spare = self.spare, None
-        return self.relay(message)
+    def end_instance(self, expect_dead: bool) -> dict:
+        """Kill the instance and every other process in the sandbox.
 
-    def relay(self, message: dict) -> bytes:
-        """Forward one call to the live child and wait for its answer."""
-        if self.child_pid is None:
-            return json.dumps(error("closed", "no live environment instance")).encode()
-        try:
-            write_frame(self.to_child, json.dumps(message).encode())
-        except OSError:
-            pass  # the child died; await_reply reports how
-        return self.await_reply(message["deadline_s"])
-
-    def await_reply(self, deadline_s: float) -> bytes:
-        """The child's reply frame, or a failure frame after killing the child."""
-        try:
-            return read_frame(self.from_child, self.settings["max_reply_bytes"],
-                              time.monotonic() + deadline_s)
-        except FrameError as exc:
-            if exc.reason == "timeout":
-                failure = error("timeout", f"no answer within the {deadline_s:g}s deadline")
-            elif exc.reason == "too_large":
-                failure = error("bad_return", exc.detail)
-            else:
-                failure = self.death_reason()
-        self.end_instance()
-        return json.dumps(failure).encode()
-
-    def death_reason(self) -> dict:
-        """Why the child closed its pipe: reap it and describe its exit status."""
-        _, status = os.waitpid(self.child_pid, 0)
-        self.child_pid = None
-        if os.WIFSIGNALED(status):
-            number = os.WTERMSIG(status)
-            name = FATAL_SIGNAL_NAMES.get(number, str(number))
-            if number == signal.SIGXCPU:
-                return error("timeout", "CPU-time limit of the instance exceeded", signal=number)
-            return error("crash", f"killed by signal {name}", signal=number)
-        return error("crash", f"exited with status {os.WEXITSTATUS(status)}")
-
-    def end_instance(self) -> int:
-        """Kill the child and every other process in the sandbox; return how many were killed."""
-        for fd in (self.to_child, self.from_child):
-            if fd >= 0:
-                os.close(fd)
-        self.to_child = self.from_child = -1
-        killed = 0
-        if self.child_pid is not None:
-            try:
-                os.kill(self.child_pid, signal.SIGKILL)
-                killed += 1
-                if self.settings["own_pid_namespace"]:
-                    os.waitpid(self.child_pid, 0)  # its descendants are found in /proc below
-            except (ProcessLookupError, ChildProcessError):
-                pass
-        keep = {self.spare[0]} if self.spare else set()
-        killed += kill_strays(self.settings["own_pid_namespace"], self.child_pid, keep)
-        self.child_pid = None
-        return killed
+        Returns how the instance had ended before that (``died``, ``signal``, ``exit_code``)
+        and how many processes were killed. ``expect_dead`` (the host saw the channel close)
+        gives a dying instance a moment to finish exiting so its signal can be reported.
+        """
+        outcome: dict = {"died": False, "killed": 0}
+        pid, self.child_pid = self.child_pid, None
+        status = _wait_briefly(pid, 0.5 if expect_dead else 0.0)
+        if status is None:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            outcome["killed"] += 1
+        elif os.WIFSIGNALED(status):
+            outcome.update(died=True, signal=os.WTERMSIG(status))
+        else:
+            outcome.update(died=True, exit_code=os.WEXITSTATUS(status))
+        outcome["killed"] += kill_strays(self.settings["own_pid_namespace"], pid)
+        return outcome
 
 
-def list_live_pids(keep: set[int]) -> list[int]:
-    """Live (non-zombie) processes visible in /proc other than pid 1, this one and ``keep``."""
+def _wait_briefly(pid: int, seconds: float) -> int | None:
+    """The exit status of child ``pid`` if it exits within ``seconds``, else None."""
+    deadline = time.monotonic() + seconds
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return status
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(0.002)
+
+
+def list_live_pids() -> list[int]:
+    """Live (non-zombie) processes visible in /proc other than pid 1 and this one."""
     me, pids = os.getpid(), []
     for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) in (1, me) or int(entry) in keep:
+        if not entry.isdigit() or int(entry) in (1, me):
             continue
         try:
             with open(f"/proc/{entry}/stat", "rb") as handle:
@@ -479,7 +455,7 @@ def list_live_pids(keep: set[int]) -> list[int]:
     return pids
 
 
-def kill_strays(own_pid_namespace: bool, child_pid: int | None, keep: set[int]) -> int:
+def kill_strays(own_pid_namespace: bool, child_pid: int) -> int:
     """SIGKILL every other process left in the sandbox and reap our zombies.
 
     In its own pid namespace (bubblewrap) the zygote sees only sandbox processes, so it kills
@@ -491,9 +467,9 @@ def kill_strays(own_pid_namespace: bool, child_pid: int | None, keep: set[int]) 
         if attempt:
             time.sleep(0.0005)
         if own_pid_namespace:
-            pids = list_live_pids(keep)
+            pids = list_live_pids()
         else:
-            pids = [] if child_pid is None or not _session_alive(child_pid) else [-child_pid]
+            pids = [-child_pid] if _session_alive(child_pid) else []
         if not pids:
             break
         for pid in pids:
@@ -516,7 +492,7 @@ def _session_alive(sid: int) -> bool:
 
 
 def _reap() -> None:
-    """Collect exited children (never the spare: it is alive until used)."""
+    """Collect exited children."""
     while True:
         try:
             pid, _ = os.waitpid(-1, os.WNOHANG)
@@ -563,21 +539,19 @@ def preload(settings: dict) -> tuple[list[str], dict]:
 
 
 def main() -> None:
-    rfd, wfd = int(sys.argv[1]), int(sys.argv[2])
-    settings = json.loads(read_frame(rfd, 1 << 24))["settings"]
+    ctl = int(sys.argv[1])
+    settings = json.loads(read_frame(ctl, 1 << 24))["settings"]
     try:
         loaded, prelude = preload(settings)
         report = harden(settings)
     except BaseException as exc:  # noqa: BLE001 - report start-up failures to the host
-        send(wfd, error("sandbox_unavailable", f"worker start-up failed: {exc!r}"))
+        send(ctl, error("sandbox_unavailable", f"worker start-up failed: {exc!r}"))
         return
     report["preloaded"] = loaded
     gc.collect()
     gc.freeze()  # forked instances then leave the zygote's objects untouched (fewer page copies)
-    send(wfd, {"ok": True, "value": report})
-    zygote = Zygote(rfd, wfd, settings, prelude)
-    zygote.fork_spare()
-    zygote.serve()
+    send(ctl, {"ok": True, "value": report})
+    Zygote(ctl, settings, prelude).serve()
 
 
 if __name__ == "__main__":

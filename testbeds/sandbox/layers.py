@@ -206,7 +206,7 @@ def bwrap_args(bwrap: str, config: SandboxConfig, runtime: Runtime) -> list[str]
 
 
 def worker_command(config: SandboxConfig, runtime: Runtime, use_bwrap: str | None,
-                   fds: tuple[int, int]) -> list[str]:
+                   ctl_fd: int) -> list[str]:
     """Full command line of one worker; ``use_bwrap`` is the bwrap path or None (degraded)."""
     if use_bwrap:
         python, worker = f"{SANDBOX_PYTHON}/bin/{runtime.python_name}", SANDBOX_WORKER_DIR
@@ -214,7 +214,7 @@ def worker_command(config: SandboxConfig, runtime: Runtime, use_bwrap: str | Non
     else:
         python, worker = str(runtime.python_dir / "bin" / runtime.python_name), str(runtime.worker_dir)
         prefix = []
-    return prefix + [python, "-I", "-S", "-B", f"{worker}/_worker.py", str(fds[0]), str(fds[1])]
+    return prefix + [python, "-I", "-S", "-B", f"{worker}/_worker.py", str(ctl_fd)]
 
 
 def degraded_env(runtime: Runtime) -> dict[str, str]:

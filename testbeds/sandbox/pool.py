@@ -19,6 +19,7 @@ import math
 import os
 import select
 import signal
+import socket
 import subprocess
 import threading
 import time
@@ -42,14 +43,14 @@ def fail(kind: str, detail: str, **extra: Any) -> SandboxFailure:
 
 
 class Worker:
-    """One sandboxed zygote process and the pipes to it."""
+    """One sandboxed zygote process and the control socket to it."""
 
     def __init__(self, index: int, config: SandboxConfig, runtime: Runtime, bwrap: str | None,
                  launcher: ThreadPoolExecutor, seccomp: bool) -> None:
         self.index, self.config, self.runtime, self.bwrap = index, config, runtime, bwrap
         self.launcher, self.seccomp = launcher, seccomp
         self.proc: subprocess.Popen | None = None
-        self.req_w = self.resp_r = -1
+        self.ctl: socket.socket | None = None
         self.report: dict = {}
         self.stderr = bytearray()
         self.restarts = 0
@@ -57,21 +58,19 @@ class Worker:
     # -- life cycle ---------------------------------------------------------------------------
     def start(self) -> dict:
         """Launch the worker, send its settings and wait for its ready report."""
-        req_r, self.req_w = os.pipe()
-        self.resp_r, resp_w = os.pipe()
-        command = worker_command(self.config, self.runtime, self.bwrap, (req_r, resp_w))
+        self.ctl, theirs = socket.socketpair()
+        command = worker_command(self.config, self.runtime, self.bwrap, theirs.fileno())
         env = minimal_env() if self.bwrap else degraded_env(self.runtime)
         self.stderr = bytearray()
         try:
             self.proc = self.launcher.submit(
-                subprocess.Popen, command, env=env, pass_fds=(req_r, resp_w),
+                subprocess.Popen, command, env=env, pass_fds=(theirs.fileno(),),
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                 start_new_session=True, **drop_privileges(self.config)).result()
         finally:
-            os.close(req_r)
-            os.close(resp_w)
+            theirs.close()
         threading.Thread(target=self._drain_stderr, args=(self.proc,), daemon=True).start()
-        os.set_blocking(self.req_w, False)
+        self.ctl.setblocking(False)
         reply = self.request({"op": "init", "settings": self._settings()},
                              self.config.start_deadline_s)
         if not reply.get("ok"):
@@ -115,46 +114,51 @@ class Worker:
                 pass
             self.proc.wait()
             self.proc = None
-        for fd in (self.req_w, self.resp_r):
-            if fd >= 0:
-                os.close(fd)
-        self.req_w = self.resp_r = -1
+        if self.ctl is not None:
+            self.ctl.close()
+            self.ctl = None
 
     def restart(self) -> None:
         self.kill()
         self.restarts += 1
         self.start()
 
-    # -- calls --------------------------------------------------------------------------------
+    # -- control requests ---------------------------------------------------------------------
     def request(self, message: dict, deadline_s: float) -> dict:
-        """Send one request and return the decoded reply; kill the worker if it is late or dead.
-
-        The worker enforces ``deadline_s`` on the instance itself; the host allows
-        ``supervisor_grace_s`` on top before it gives up on the worker as a whole.
-        """
+        """Send one control request and return the decoded reply; kill the worker if it is late
+        (``deadline_s`` plus ``supervisor_grace_s``) or dead."""
         deadline = time.monotonic() + deadline_s + self.config.supervisor_grace_s
         try:
-            self._write(json.dumps(message).encode(), deadline)
-            payload = _worker.read_frame(self.resp_r, self.config.max_reply_bytes + 65536, deadline)
-        except (_worker.FrameError, OSError) as exc:
-            reason = getattr(exc, "reason", "eof")
-            self.kill()
-            if reason == "timeout":
-                return _worker.error("timeout", f"worker gave no answer within {deadline_s:g}s "
-                                     f"plus {self.config.supervisor_grace_s:g}s grace; worker killed")
-            return _worker.error("crash", f"sandbox worker died ({exc}); worker killed")
-        try:
-            return json.loads(payload)
-        except (ValueError, RecursionError) as exc:
-            return _worker.error("bad_return", f"undecodable reply: {exc}"[:500])
+            _write_frame(self.ctl.fileno(), json.dumps(message).encode(), deadline)
+            payload, fds = _read_control_frame(self.ctl, deadline)
+        except (_worker.FrameError, OSError, AttributeError) as exc:
+            return self._give_up(exc, deadline_s)
+        for fd in fds:  # replies never carry descriptors
+            os.close(fd)
+        return json.loads(payload)
 
-    def _write(self, payload: bytes, deadline: float) -> None:
-        view = memoryview(_worker.HEADER.pack(len(payload)) + payload)
-        while view:
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([], [self.req_w], [], left)[1]:
-                raise _worker.FrameError("timeout")
-            view = view[os.write(self.req_w, view):]
+    def take_instance(self, deadline_s: float) -> tuple[int, int]:
+        """Receive the next pre-forked instance: its pid in the sandbox and a channel fd to it."""
+        deadline = time.monotonic() + deadline_s + self.config.supervisor_grace_s
+        try:
+            payload, fds = _read_control_frame(self.ctl, deadline)
+        except (_worker.FrameError, OSError, AttributeError) as exc:
+            raise SandboxFailure(Failure(**self._give_up(exc, deadline_s)["error"])) from None
+        message = json.loads(payload)
+        if message.get("op") != "instance" or len(fds) != 1:
+            for fd in fds:
+                os.close(fd)
+            self.kill()
+            raise fail("crash", f"unexpected control message from the worker: {message}"[:500])
+        os.set_blocking(fds[0], False)
+        return message["pid"], fds[0]
+
+    def _give_up(self, exc: Exception, deadline_s: float) -> dict:
+        self.kill()
+        if getattr(exc, "reason", None) == "timeout":
+            return _worker.error("timeout", f"worker gave no answer within {deadline_s:g}s plus "
+                                 f"{self.config.supervisor_grace_s:g}s grace; worker killed")
+        return _worker.error("crash", f"sandbox worker died ({exc!r}); worker killed")
 
     def sandbox_pids(self) -> list[int]:
         """Host pids of every process below the worker's launcher (for tests and diagnostics)."""
@@ -178,11 +182,55 @@ class Worker:
         return found
 
 
-class EnvHandle:
-    """One environment instance living in a sandboxed worker. Not thread-safe; close it."""
+def _write_frame(fd: int, payload: bytes, deadline: float) -> None:
+    """Write one frame to a non-blocking fd, giving up at ``deadline``."""
+    view = memoryview(_worker.HEADER.pack(len(payload)) + payload)
+    while view:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([], [fd], [], left)[1]:
+            raise _worker.FrameError("timeout")
+        try:
+            view = view[os.write(fd, view):]
+        except BlockingIOError:
+            continue
 
-    def __init__(self, pool: SandboxPool, worker: Worker, class_name: str) -> None:
-        self.pool, self.worker, self.class_name = pool, worker, class_name
+
+def _read_control_frame(sock: socket.socket, deadline: float) -> tuple[bytes, list[int]]:
+    """Read one frame and any descriptors sent with it (SCM_RIGHTS) from the control socket."""
+    buffer, fds, need, size = bytearray(), [], _worker.HEADER.size, None
+    while True:
+        while len(buffer) < need:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([sock], [], [], left)[0]:
+                for fd in fds:
+                    os.close(fd)
+                raise _worker.FrameError("timeout")
+            try:
+                data, received, _, _ = socket.recv_fds(sock, need - len(buffer), 4)
+            except BlockingIOError:
+                continue
+            fds += received
+            if not data:
+                for fd in fds:
+                    os.close(fd)
+                raise _worker.FrameError("eof")
+            buffer += data
+        if size is not None:
+            return bytes(buffer[_worker.HEADER.size:]), fds
+        (size,) = _worker.HEADER.unpack(buffer)
+        need += size
+
+
+class EnvHandle:
+    """One environment instance in a sandboxed worker, reached over its own channel.
+
+    Every call has the configured deadline, enforced here; a late, dead or oversized answer
+    closes the instance (the zygote then kills it and everything it started). Not thread-safe.
+    """
+
+    def __init__(self, pool: SandboxPool, worker: Worker, pid: int, channel: int) -> None:
+        self.pool, self.worker, self.pid, self.channel = pool, worker, pid, channel
+        self.class_name = ""
         self.closed = False
 
     def __enter__(self) -> EnvHandle:
@@ -228,27 +276,67 @@ class EnvHandle:
         """Call a public method of the environment with JSON arguments; return its JSON result."""
         return self._call({"op": "call", "method": method, "args": list(args)})["value"]
 
-    def close(self) -> None:
-        """Kill the instance (and anything it started) and give the worker back to the pool."""
-        if self.closed:
-            return
-        self.closed = True
-        if self.worker.alive:
-            self.worker.request({"op": "close", "deadline_s": self.pool.config.call_deadline_s},
-                                self.pool.config.call_deadline_s)
-        self.pool._release(self.worker)
+    def close(self) -> dict:
+        """Kill the instance (and anything it started) and give the worker back to the pool.
 
-    def _call(self, message: dict) -> dict:
+        Returns the zygote's account of the instance (``died``, ``signal``, ``killed``...)."""
+        return self._end(expect_dead=False)
+
+    # -- internals ------------------------------------------------------------------------------
+    def _load(self, source: str, class_name: str | None) -> None:
+        reply = self._call({"op": "load", "source": source, "class_name": class_name},
+                           self.pool.config.load_deadline_s)
+        self.class_name = reply["value"]
+
+    def _call(self, message: dict, deadline_s: float | None = None) -> dict:
         if self.closed:
             raise fail("closed", "the environment instance is closed")
-        message["deadline_s"] = self.pool.config.call_deadline_s
-        reply = self.worker.request(message, self.pool.config.call_deadline_s)
+        deadline_s = deadline_s or self.pool.config.call_deadline_s
+        deadline = time.monotonic() + deadline_s
+        try:
+            _write_frame(self.channel, json.dumps(message).encode(), deadline)
+            payload = _worker.read_frame(self.channel, self.pool.config.max_reply_bytes, deadline)
+        except (_worker.FrameError, OSError) as exc:
+            raise self._fatal(getattr(exc, "reason", "eof"), exc, deadline_s) from None
+        try:
+            reply = json.loads(payload)
+        except (ValueError, RecursionError) as exc:
+            self._end(expect_dead=False)
+            raise fail("bad_return", f"undecodable reply: {exc}"[:500]) from None
         if reply.get("ok"):
             return reply
         failure = Failure(**{k: v for k, v in reply["error"].items() if k in Failure.model_fields})
         if failure.kind in FATAL_KINDS:
-            self.close()
+            self._end(expect_dead=False)
         raise SandboxFailure(failure)
+
+    def _fatal(self, reason: str, exc: Exception, deadline_s: float) -> SandboxFailure:
+        """End the instance after a transport failure and say why it happened."""
+        if reason == "timeout":
+            self._end(expect_dead=False)
+            return fail("timeout", f"no answer within the {deadline_s:g}s deadline")
+        if reason == "too_large":
+            self._end(expect_dead=False)
+            return fail("bad_return", getattr(exc, "detail", str(exc)))
+        outcome = self._end(expect_dead=True)
+        number = outcome.get("signal")
+        if number == signal.SIGXCPU:
+            return fail("timeout", "CPU-time limit of the instance exceeded", signal=number)
+        if number is not None:
+            return fail("crash", f"killed by signal {signal.Signals(number).name}", signal=number)
+        if "exit_code" in outcome:
+            return fail("crash", f"exited with status {outcome['exit_code']}")
+        return fail("crash", outcome.get("detail", "the instance closed its channel"))
+
+    def _end(self, expect_dead: bool) -> dict:
+        if self.closed:
+            return {}
+        self.closed = True
+        os.close(self.channel)
+        reply = self.worker.request({"op": "close", "expect_dead": expect_dead},
+                                    self.pool.config.call_deadline_s)
+        self.pool._release(self.worker)
+        return reply["value"] if reply.get("ok") else {"detail": reply["error"]["detail"]}
 
     def _check_obs(self, obs: Any) -> None:
         if not isinstance(obs, str):
@@ -308,7 +396,7 @@ class SandboxPool:
 
     def load(self, source: str, class_name: str | None = None,
              timeout: float | None = None) -> EnvHandle:
-        """Fork a fresh instance of the program's environment class in an idle worker.
+        """Start a fresh instance of the program's environment class in an idle worker.
 
         Waits up to ``timeout`` seconds (None: forever) for a worker to be free.
         """
@@ -316,20 +404,17 @@ class SandboxPool:
         try:
             if not worker.alive:
                 worker.restart()
-            reply = worker.request({"op": "load", "source": source, "class_name": class_name,
-                                    "deadline_s": self.config.load_deadline_s},
-                                   self.config.load_deadline_s)
+            pid, channel = worker.take_instance(self.config.load_deadline_s)
         except BaseException:
             self._release(worker)
             raise
-        if reply.get("ok"):
-            return EnvHandle(self, worker, reply["value"])
-        if worker.alive:
-            worker.request({"op": "close", "deadline_s": self.config.call_deadline_s},
-                           self.config.call_deadline_s)
-        self._release(worker)
-        raise SandboxFailure(Failure(**{k: v for k, v in reply["error"].items()
-                                        if k in Failure.model_fields}))
+        handle = EnvHandle(self, worker, pid, channel)
+        try:
+            handle._load(source, class_name)
+        except BaseException:
+            handle.close()
+            raise
+        return handle
 
     def close(self) -> None:
         """Kill every worker."""

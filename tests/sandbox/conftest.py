@@ -41,7 +41,7 @@ class EchoEnv:
 IDLE_PROCESSES = 3
 """bwrap's init, the zygote and the zygote's pre-forked spare instance."""
 
-FAST = dict(workers=2, call_deadline_s=1.0, load_deadline_s=2.0, supervisor_grace_s=1.0,
+FAST = dict(workers=2, call_deadline_s=2.0, load_deadline_s=2.0, supervisor_grace_s=1.0,
             memory_mb=256)
 
 
