@@ -133,7 +133,8 @@ def main() -> None:
           f"in-process {in_process_rate:10.1f}")
     print(f"step latency median:      sandbox {sandbox_steps['median_ms']:.3f} ms   "
           f"in-process {local_steps['median_ms']:.4f} ms")
-    print(f"step latency p90 / p99:   sandbox {sandbox_steps['p90_ms']:.3f} / {sandbox_steps['p99_ms']:.3f} ms")
+    print(f"step latency p90 / p99:   sandbox {sandbox_steps['p90_ms']:.3f} / "
+          f"{sandbox_steps['p99_ms']:.3f} ms")
     print(json.dumps(result))
 
 

@@ -14,12 +14,17 @@ app = typer.Typer(help="Run model-written environment programs in the sandbox.",
 
 @app.command("try")
 def try_command(
-    file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="Environment program (.py).")],
-    action: Annotated[Optional[list[str]], typer.Option("--action", "-a", help="Action for one step; repeat.")] = None,
+    file: Annotated[Path, typer.Argument(exists=True, dir_okay=False,
+                                         help="Environment program (.py).")],
+    action: Annotated[Optional[list[str]], typer.Option(
+        "--action", "-a", help="Action for one step; repeat.")] = None,
     seed: Annotated[Optional[int], typer.Option(help="Seed passed to reset.")] = None,
-    class_name: Annotated[Optional[str], typer.Option("--class", help="Environment class (default: the one ending in Env).")] = None,
-    json_actions: Annotated[bool, typer.Option("--json-actions", help="Parse each action as JSON.")] = False,
-    allow_degraded: Annotated[bool, typer.Option(help="Run even if an isolation layer is missing.")] = False,
+    class_name: Annotated[Optional[str], typer.Option(
+        "--class", help="Environment class (default: the one whose name ends in Env).")] = None,
+    json_actions: Annotated[bool, typer.Option(
+        "--json-actions", help="Parse each action as JSON.")] = False,
+    allow_degraded: Annotated[bool, typer.Option(
+        help="Run even if an isolation layer is missing.")] = False,
 ) -> None:
     """Load FILE in the sandbox, call reset and one step per --action, print each result,
     and end with one JSON line {"ok", "error", "steps"}."""

@@ -2,8 +2,10 @@
 
 The layers, outermost first:
 
-* **supervisor** — the host kills the worker's whole process group when a reply is late and
-  drains its stderr with a cap (``pool.py``); the zygote kills each instance at its deadline.
+* **supervisor** — the host enforces every call's deadline and has the zygote kill a late
+  instance with everything it started; it kills the worker's whole process group when the
+  zygote itself is late, and drains its stderr with a cap (``pool.py``). The program's
+  printed output is capped in the instance.
 * **uid** — when the host is root the launcher drops to ``sandbox_uid`` *before* bubblewrap,
   so nothing inside is root on the host (root inside bwrap could read /etc/shadow and would
   ignore RLIMIT_NPROC).

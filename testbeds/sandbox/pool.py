@@ -2,16 +2,18 @@
 
 ``SandboxPool.start()`` detects the isolation layers, refuses to run when one is missing
 (unless ``allow_degraded``), mirrors the runtime and starts ``config.workers`` workers.
-``SandboxPool.load(source)`` forks a fresh instance in an idle worker and returns an
-``EnvHandle`` whose ``reset`` / ``step`` / ``call`` validate every answer and raise
-``SandboxFailure`` with a structured ``Failure``. A worker that misses the host's deadline
-(call deadline + grace) or dies is killed as a whole process group and restarted, so no call
-hangs and the pool keeps serving.
+``SandboxPool.load(source)`` takes the worker's pre-forked instance, receives a direct
+channel to it (a socket-pair end passed over the control socket) and sends it the program.
+``EnvHandle.reset`` / ``step`` / ``call`` go straight to the instance with a per-call
+deadline enforced here, validate every answer and raise ``SandboxFailure`` with a
+structured ``Failure``. A late, dead or oversized answer closes the instance: the zygote
+kills it and everything it started. A worker whose zygote misses a control deadline (plus
+``supervisor_grace_s``) or dies is killed as a whole process group and restarted on the next
+``load``, so no call hangs and the pool keeps serving.
 
 Workers are launched from one long-lived launcher thread: bubblewrap's die-with-parent is
 tied to the *thread* that forked it, so a short-lived caller thread must not be the parent.
 """
-
 from __future__ import annotations
 
 import json
@@ -350,7 +352,9 @@ class EnvHandle:
 
 
 def _shape(value: Any) -> str:
-    return f"{type(value).__name__} of length {len(value)}" if isinstance(value, list) else type(value).__name__
+    if isinstance(value, list):
+        return f"list of length {len(value)}"
+    return type(value).__name__
 
 
 class SandboxPool:

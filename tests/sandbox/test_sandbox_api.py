@@ -135,7 +135,8 @@ def test_constructor_exception(pool):
     (None, '"o", 1.0, False, None, {}', "must be bools"),
     (None, '"o", 1.0, False, False, None', "info must be a dict"),
 ])
-def test_bad_returns(pool, reset_value, step_value, message):
+def test_bad_returns(pool, reset_value, step_value, message, clean_after):
+    clean_after.append(pool)
     source = env_returning(*(v for v in (reset_value, step_value) if v is not None)) if step_value is None \
         else env_returning(step_value=step_value)
     with pool.load(source) as env:
@@ -230,7 +231,8 @@ class StopEnv:
     started = time.monotonic()
     outcome = env.close()  # the zygote is stopped: the close request goes unanswered
     assert "worker killed" in outcome["detail"]
-    assert time.monotonic() - started < bare_pool.config.call_deadline_s + bare_pool.config.supervisor_grace_s + 1
+    config = bare_pool.config
+    assert time.monotonic() - started < config.call_deadline_s + config.supervisor_grace_s + 1
     assert not env.worker.alive
     with bare_pool.load(GOOD) as env:
         assert env.reset(1).obs == "flip"

@@ -8,7 +8,6 @@ intact, no sandbox process is left and the same pool still serves a benign envir
 
 from __future__ import annotations
 
-import os
 import socket
 import threading
 from dataclasses import dataclass
@@ -40,6 +39,11 @@ class Attack:
     expect_kind: str | None = None
     check: Callable[[str, str], bool] | None = None
     """Predicate on (reset observation, host secret) when the call is expected to succeed."""
+
+
+def first_int(obs: str, index: int = 0) -> int:
+    """The ``index``-th element of an observation like ``[12, 'EMFILE']`` as an int."""
+    return int(obs.strip("[]").split(",")[index])
 
 
 ATTACKS = [
@@ -173,7 +177,7 @@ def run():
                     written += 1
         except OSError as exc:
             return [errno.errorcode[exc.errno], written]
-    return ["OK", written]''', check=lambda obs, secret: "ENOSPC" in obs and int(obs.split(",")[1][:-1]) <= 16),
+    return ["OK", written]''', check=lambda obs, secret: "ENOSPC" in obs and first_int(obs, 1) <= 16),
     Attack("exceed_file_size_limit", "raw_pool", '''
 import errno
 def run():
@@ -200,7 +204,7 @@ def run():
         while True:
             handles.append(open("/dev/null"))
     except OSError as exc:
-        return [len(handles), type(exc).__name__]''', check=lambda obs, secret: int(obs[1:].split(",")[0]) < 64),
+        return [len(handles), type(exc).__name__]''', check=lambda obs, secret: first_int(obs) < 64),
     Attack("segfault_ctypes", "raw_pool", "import ctypes\ndef run():\n    ctypes.string_at(0)", "crash"),
     Attack("kill_all_processes", "raw_pool", '''
 import os, signal
@@ -245,7 +249,7 @@ def run():
             t.start()
             threads.append(t)
     except BaseException as exc:
-        return [len(threads), type(exc).__name__]''', check=lambda obs, secret: int(obs[1:].split(",")[0]) < 32),
+        return [len(threads), type(exc).__name__]''', check=lambda obs, secret: first_int(obs) < 32),
     Attack("deep_recursion", "pool", "def run():\n    return run() + 1", "exception"),
     Attack("deep_recursion_c_stack", "raw_pool", '''
 import sys
@@ -256,7 +260,8 @@ def run():
 import random
 def run():
     return random._os.getuid()''', check=lambda obs, secret: obs == "65534"),
-    Attack("forbidden_import_os", "pool", "import os\ndef run():\n    return os.getcwd()", "forbidden_import"),
+    Attack("forbidden_import_os", "pool", "import os\ndef run():\n    return os.getcwd()",
+           "forbidden_import"),
     Attack("forbidden_dunder_import", "pool", "def run():\n    return __import__('subprocess')",
            "forbidden_import"),
     Attack("open_is_hidden", "pool", "def run():\n    return open('/etc/passwd').read()", "exception"),
@@ -345,5 +350,6 @@ def run():
     return [os.getuid(), os.getgid(), sorted(os.environ), os.getcwd(), sorted(os.listdir("/"))]'''
     with bare_pool.load(WRAPPER.format(body=body)) as env:
         obs = env.reset(0).obs
-    assert obs.startswith("[65534, 65534, ['HOME', 'LANG', 'LD_LIBRARY_PATH', 'PATH', 'PWD', 'PYTHONHASHSEED'], '/tmp'")
+    variables = "['HOME', 'LANG', 'LD_LIBRARY_PATH', 'PATH', 'PWD', 'PYTHONHASHSEED']"
+    assert obs.startswith(f"[65534, 65534, {variables}, '/tmp'")
     assert "'root'" not in obs and "'work'" not in obs
