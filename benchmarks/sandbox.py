@@ -4,7 +4,10 @@ Measures, with every isolation layer on:
 
 * environment instances per second, each instance being load + reset + 10 steps + close,
   with one client thread per worker;
-* per-call step latency (median, p90, p99) on one instance.
+* per-call step latency (median, p90, p99) on one instance;
+* CPU time per instance (host process + every sandbox process, instances included), and the
+  rate that would give on the machine's cores if nothing else ran: the wall-clock rate
+  depends on what else shares the CPUs.
 
 Run: ``.venv/bin/python benchmarks/sandbox.py [--instances 2000] [--steps 5000]``.
 Prints one human-readable block and a final JSON line.
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import threading
@@ -78,6 +82,24 @@ def instances_per_second(pool: SandboxPool, total: int) -> float:
     return per_thread * len(threads) / (time.perf_counter() - start)
 
 
+def cpu_seconds(pool: SandboxPool) -> float:
+    """CPU used so far by this process and by every worker's processes (reaped instances are
+    counted in their zygote's children time)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = sum(os.times()[:2])
+    for worker in pool.workers:
+        for pid in [worker.proc.pid, *worker.sandbox_pids()]:
+            try:
+                with open(f"/proc/{pid}/stat") as handle:
+                    fields = handle.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            own = int(fields[11]) + int(fields[12])
+            children = int(fields[13]) + int(fields[14])
+            total += (own + children) / tick
+    return total
+
+
 def step_latencies(step, count: int) -> list[float]:
     samples = []
     for _ in range(count):
@@ -109,13 +131,16 @@ def main() -> None:
     local_env.reset(seed=0)
     local_steps = summary_ms(step_latencies(local_env.step, args.steps))
 
+    cores = os.cpu_count() or 1
     config = SandboxConfig() if args.workers is None else SandboxConfig(workers=args.workers)
     start = time.perf_counter()
     with SandboxPool(config) as pool:
         startup_s = time.perf_counter() - start
         assert pool.report.ok, pool.report.missing
         instances_per_second(pool, 50)  # warm up
+        cpu_before = cpu_seconds(pool)
         rate = instances_per_second(pool, args.instances)
+        cpu_per_instance = (cpu_seconds(pool) - cpu_before) / args.instances
         with pool.load(PROGRAM) as env:
             env.reset(seed=0)
             sandbox_steps = summary_ms(step_latencies(env.step, args.steps))
@@ -124,6 +149,9 @@ def main() -> None:
         "workers": config.workers, "layers": [layer.name for layer in pool.report.layers],
         "pool_startup_s": round(startup_s, 3),
         "sandbox_instances_per_s": round(rate, 1), "in_process_instances_per_s": round(in_process_rate, 1),
+        "cpu_ms_per_instance": round(cpu_per_instance * 1e3, 2),
+        "cpu_bound_instances_per_s": round(cores / cpu_per_instance, 1),
+        "load_average": os.getloadavg()[0],
         "sandbox_step": {k: round(v, 4) for k, v in sandbox_steps.items()},
         "in_process_step": {k: round(v, 5) for k, v in local_steps.items()},
     }
@@ -131,6 +159,9 @@ def main() -> None:
     print(f"pool start-up:            {startup_s:8.3f} s")
     print(f"instances/s (load+reset+{STEPS_PER_INSTANCE} steps): sandbox {rate:8.1f}   "
           f"in-process {in_process_rate:10.1f}")
+    print(f"CPU per instance:         {cpu_per_instance * 1e3:8.2f} ms (host + sandbox) -> "
+          f"{cores / cpu_per_instance:.0f} instances/s on {cores} idle cores "
+          f"(load average now {os.getloadavg()[0]:.1f})")
     print(f"step latency median:      sandbox {sandbox_steps['median_ms']:.3f} ms   "
           f"in-process {local_steps['median_ms']:.4f} ms")
     print(f"step latency p90 / p99:   sandbox {sandbox_steps['p90_ms']:.3f} / "

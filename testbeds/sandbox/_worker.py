@@ -424,7 +424,30 @@ class Zygote:
         else:
             outcome.update(died=True, exit_code=os.WEXITSTATUS(status))
         outcome["killed"] += kill_strays(self.settings["own_pid_namespace"], pid)
+        if self.settings["own_pid_namespace"]:  # the scratch tmpfs is ours alone only under bwrap
+            clear_scratch("/tmp")
         return outcome
+
+
+def clear_scratch(root: str) -> None:
+    """Empty the scratch directory so nothing passes from one instance to the next, even
+    entries the instance made unreadable or unwritable (same uid: we can chmod them back)."""
+    import shutil
+
+    def force(function, path, _exc_info):
+        os.chmod(os.path.dirname(path), 0o700)
+        if os.path.isdir(path) and not os.path.islink(path):
+            os.chmod(path, 0o700)
+            shutil.rmtree(path, onerror=force)
+        else:
+            function(path)
+
+    for entry in os.listdir(root):
+        path = os.path.join(root, entry)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, onerror=force)
+        else:
+            os.unlink(path)
 
 
 def _wait_briefly(pid: int, seconds: float) -> int | None:

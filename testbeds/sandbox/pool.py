@@ -137,7 +137,10 @@ class Worker:
             return self._give_up(exc, deadline_s)
         for fd in fds:  # replies never carry descriptors
             os.close(fd)
-        return json.loads(payload)
+        try:
+            return json.loads(payload)
+        except (ValueError, RecursionError) as exc:
+            return self._give_up(exc, deadline_s)
 
     def take_instance(self, deadline_s: float) -> tuple[int, int]:
         """Receive the next pre-forked instance: its pid in the sandbox and a channel fd to it."""
@@ -146,7 +149,10 @@ class Worker:
             payload, fds = _read_control_frame(self.ctl, deadline)
         except (_worker.FrameError, OSError, AttributeError) as exc:
             raise SandboxFailure(Failure(**self._give_up(exc, deadline_s)["error"])) from None
-        message = json.loads(payload)
+        try:
+            message = json.loads(payload)
+        except (ValueError, RecursionError):
+            message = {"undecodable": payload[:200].decode(errors="replace")}
         if message.get("op") != "instance" or len(fds) != 1:
             for fd in fds:
                 os.close(fd)

@@ -256,6 +256,13 @@ def test_missing_layer_refuses_unless_degraded_allowed():
         assert len(settled_pids(pool.workers[0], 1)) == 1  # no bwrap: just the zygote's spare
 
 
+def test_unusable_bwrap_is_reported_as_missing():
+    """A bwrap that cannot create namespaces (as in containers without user namespaces)."""
+    failure = failure_of(lambda: SandboxPool(SandboxConfig(workers=1, bwrap_path="/usr/bin/false")).start())
+    assert failure.kind == "sandbox_unavailable"
+    assert "bubblewrap: /usr/bin/false cannot create namespaces" in failure.detail
+
+
 def test_doctor_reports_every_layer_active():
     report = doctor()
     assert [layer.name for layer in report.layers] == [

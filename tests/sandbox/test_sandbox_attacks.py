@@ -333,6 +333,28 @@ def test_bare_kill_all_kills_worker_and_pool_recovers(bare_pool, clean_after):
     assert not env.worker.alive
 
 
+def test_scratch_is_emptied_between_instances():
+    """What one instance leaves in /tmp (even a locked directory) is gone for the next one."""
+    from testbeds.sandbox import SandboxConfig, SandboxPool
+
+    writer = '''
+import os
+def run():
+    os.makedirs("/tmp/locked/inner")
+    open("/tmp/locked/inner/note", "w").write("from the last episode")
+    open("/tmp/leak.txt", "w").write("leak")
+    os.chmod("/tmp/locked/inner", 0)
+    os.chmod("/tmp/locked", 0o500)
+    return sorted(os.listdir("/tmp"))'''
+    reader = "import os\ndef run():\n    return sorted(os.listdir('/tmp'))"
+    config = SandboxConfig(workers=1, enforce_import_allowlist=False, allow_degraded=True)
+    with SandboxPool(config) as pool:
+        with pool.load(WRAPPER.format(body=writer)) as env:
+            assert env.reset(0).obs == "['leak.txt', 'locked']"
+        with pool.load(WRAPPER.format(body=reader)) as env:
+            assert env.reset(0).obs == "[]"
+
+
 def test_output_is_capped(raw_pool):
     body = "def run():\n    for _ in range(100000):\n        print('x' * 100)\n    return 'done'"
     with raw_pool.load(WRAPPER.format(body=body)) as env:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 from typer.testing import CliRunner
 
@@ -57,3 +60,15 @@ def test_doctor_command():
     result = CliRunner().invoke(app, ["doctor"])
     assert result.exit_code == 0, result.output
     assert "seccomp" in result.output and "MISSING" not in result.output
+
+
+def test_benchmark_runs_and_reports(tmp_path):
+    """The benchmark script runs end to end (tiny sizes) and ends with its JSON summary."""
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "sandbox.py"
+    result = subprocess.run([sys.executable, str(script), "--instances", "20", "--steps", "50",
+                             "--workers", "1"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout.strip().splitlines()[-1])
+    assert summary["sandbox_instances_per_s"] > 0 and summary["cpu_ms_per_instance"] > 0
+    assert summary["sandbox_step"]["median_ms"] > 0
+    assert len(summary["layers"]) == 7
