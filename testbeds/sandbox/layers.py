@@ -10,8 +10,9 @@ The layers, outermost first:
   so nothing inside is root on the host (root inside bwrap could read /etc/shadow and would
   ignore RLIMIT_NPROC).
 * **bubblewrap** — every namespace unshared (user, pid, net, ipc, uts, cgroup, mount), further
-  user namespaces disabled, read-only /usr and interpreter, fresh /proc and /dev, a size-limited
-  tmpfs scratch at /tmp, read-only root, die-with-parent, new session.
+  user namespaces disabled, read-only /usr and interpreter, fresh /proc and read-only fresh
+  /dev, a size-limited tmpfs scratch at /tmp (the only writable place), read-only root,
+  die-with-parent, new session.
 * **minimal_env** — the launcher itself gets a minimal environment (``--clearenv`` alone would
   leave the host's variables readable in /proc/1/environ, bwrap's own init process).
 * **rlimits** and **seccomp** (+ no-new-privileges) — applied by the worker (``_worker.py``).
@@ -201,7 +202,8 @@ def bwrap_args(bwrap: str, config: SandboxConfig, runtime: Runtime) -> list[str]
             "--ro-bind", str(runtime.worker_dir), SANDBOX_WORKER_DIR,
             "--proc", "/proc", "--dev", "/dev",
             "--size", str(config.scratch_mb << 20), "--tmpfs", "/tmp",
-            "--remount-ro", "/", "--chdir", "/tmp", "--clearenv"]
+            "--remount-ro", "/", "--remount-ro", "/dev",  # /dev is an unbounded tmpfs otherwise
+            "--chdir", "/tmp", "--clearenv"]
     for name, value in minimal_env().items():
         args += ["--setenv", name, value]
     return args + ["--"]

@@ -157,7 +157,7 @@ def run():
 def run():
     out = []
     for path in ("/evil", "/usr/evil", "/etc/evil", "/opt/sandbox/python/evil", "{canary}",
-                 "{canary_dir}/evil", "/proc/sys/kernel/hostname"):
+                 "{canary_dir}/evil", "/proc/sys/kernel/hostname", "/dev/evil", "/dev/shm/evil"):
         try:
             open(path, "w").write("x")
             out.append("OK " + path)
