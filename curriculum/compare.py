@@ -190,9 +190,28 @@ def run_status(config: RunConfig) -> str:
     return "done" if len(run.completed_rounds()) >= config.rounds else "resume"
 
 
-def _run_one(config_data: dict[str, Any], status: str) -> tuple[str, float]:
+def _registry_snapshot() -> dict[str, list[Any]]:
+    """Every registered plugin, so that spawned workers know plugins registered at runtime."""
+    from curriculum.registry import TESTBEDS, TRAINERS
+
+    return {"engineer": ENGINEERS.entries(), "testbed": TESTBEDS.entries(), "trainer": TRAINERS.entries()}
+
+
+def _ensure_registered(snapshot: dict[str, list[Any]] | None) -> None:
+    from curriculum.registry import TESTBEDS, TRAINERS
+
+    registries = {"engineer": ENGINEERS, "testbed": TESTBEDS, "trainer": TRAINERS}
+    for kind, entries in (snapshot or {}).items():
+        for entry in entries:
+            if entry.name not in registries[kind]:
+                registries[kind].register(entry.name, entry.target, entry.config, entry.description)
+
+
+def _run_one(config_data: dict[str, Any], status: str,
+             registry: dict[str, list[Any]] | None = None) -> tuple[str, float]:
     """Worker: run or resume one config; returns (run dir, seconds)."""
     os.environ.setdefault("OMP_NUM_THREADS", "1")
+    _ensure_registered(registry)
     from curriculum.loop import run
 
     config = validate_config(config_data)
@@ -206,9 +225,11 @@ def _run_one(config_data: dict[str, Any], status: str) -> tuple[str, float]:
 
 def _executor(jobs: int) -> ProcessPoolExecutor:
     import multiprocessing as mp
+    import sys
 
-    # fork: workers inherit imported modules and plugins registered at runtime.
-    method = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
+    # fork: workers inherit imported modules and plugins registered at runtime; but never fork a
+    # process whose torch may already run threads (a forked OpenMP pool can deadlock).
+    method = "fork" if "fork" in mp.get_all_start_methods() and "torch" not in sys.modules else "spawn"
     return ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context(method))
 
 
@@ -242,9 +263,10 @@ def execute(configs: dict[tuple[str, int], RunConfig], jobs: int = 1,
             except Exception:  # noqa: BLE001 - one failed run must not sink the comparison
                 finish(key, status, None, traceback.format_exc())
     else:
+        snapshot = _registry_snapshot()
         with _executor(min(jobs, len(todo))) as pool:
             futures: dict[Future, tuple[tuple[str, int], str]] = {
-                pool.submit(_run_one, configs[key].model_dump(mode="json"), status): (key, status)
+                pool.submit(_run_one, configs[key].model_dump(mode="json"), status, snapshot): (key, status)
                 for key, status in todo
             }
             for future in _as_completed(futures):

@@ -303,8 +303,9 @@ class SimulatedTrainer(Trainer):
 
     name = "simulated"
 
-    def __init__(self, run_config: Any, testbed: Testbed) -> None:
+    def __init__(self, run_config: Any, testbed: Testbed, run_dir: Path | None = None) -> None:
         super().__init__(run_config, testbed)
+        self.run_dir = run_dir
         self.config: SimulatedConfig = run_config.trainer
         self.competence: dict[str, float] = {}
         self.policy_seed = 0
