@@ -26,8 +26,10 @@ def try_command(
     allow_degraded: Annotated[bool, typer.Option(
         help="Run even if an isolation layer is missing.")] = False,
 ) -> None:
-    """Load FILE in the sandbox, call reset and one step per --action, print each result,
-    and end with one JSON line {"ok", "error", "steps"}."""
+    """Run FILE in the sandbox: reset, then one step per --action.
+
+    Prints each result as it comes, then one JSON line {"ok", "error", "steps"}.
+    Exits 1 when anything failed."""
     from testbeds.sandbox import SandboxConfig, try_program
 
     actions = [json.loads(a) for a in action or []] if json_actions else list(action or [])

@@ -42,7 +42,8 @@ class SandboxConfig(BaseModel):
     call_deadline_s: float = Field(default=2.0, gt=0)
     """Wall-clock deadline for each reset, step or method call."""
     supervisor_grace_s: float = Field(default=2.0, gt=0)
-    """Extra time the host waits past a deadline before killing the whole worker process group."""
+    """Extra time the zygote gets, past the call deadline, to answer a control request (close an
+    instance, offer the next) before the host kills the worker's whole process group."""
     start_deadline_s: float = Field(default=20.0, gt=0)
     """How long a worker may take to start (bubblewrap, interpreter, pre-imports)."""
     memory_mb: int = Field(default=512, ge=64)

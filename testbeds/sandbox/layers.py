@@ -101,7 +101,8 @@ def prepare_runtime(config: SandboxConfig) -> Runtime:
     """Mirror the interpreter and the worker into ``config.runtime_dir`` (once; reused after)."""
     root = Path(config.runtime_dir)
     root.mkdir(parents=True, exist_ok=True)
-    os.chmod(root, 0o755)
+    if root.stat().st_uid == os.geteuid():
+        os.chmod(root, 0o755)  # the sandbox user must be able to traverse it
     prefix = Path(sys.base_prefix)
     python_name = f"python{sys.version_info.major}.{sys.version_info.minor}"
     executable = prefix / "bin" / python_name
