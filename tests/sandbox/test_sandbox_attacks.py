@@ -8,9 +8,14 @@ intact, no sandbox process is left and the same pool still serves a benign envir
 
 from __future__ import annotations
 
+import os
 import socket
+import subprocess
+import sys
 import threading
+import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable
 
 import pytest
@@ -375,3 +380,36 @@ def run():
     variables = "['HOME', 'LANG', 'LD_LIBRARY_PATH', 'PATH', 'PWD', 'PYTHONHASHSEED']"
     assert obs.startswith(f"[65534, 65534, {variables}, '/tmp'")
     assert "'root'" not in obs and "'work'" not in obs
+
+
+def test_sandbox_dies_with_its_host(tmp_path):
+    """SIGKILL the host process: bubblewrap's die-with-parent takes every sandbox process down."""
+    script = tmp_path / "host.py"
+    script.write_text(
+        "import sys, time\n"
+        "from testbeds.sandbox import SandboxConfig, SandboxPool\n"
+        "pool = SandboxPool(SandboxConfig(workers=1))\n"
+        "pool.start()\n"
+        "handle = pool.load('class SleepEnv:\\n    pass\\n')\n"
+        "worker = pool.workers[0]\n"
+        "print(' '.join(map(str, [worker.proc.pid, *worker.sandbox_pids()])), flush=True)\n"
+        "time.sleep(60)\n")
+    root = Path(__file__).resolve().parents[2]
+    host = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True,
+                            cwd=root, env=os.environ | {"PYTHONPATH": str(root)})
+    pids = [int(p) for p in host.stdout.readline().split()]
+    assert len(pids) == 4  # bwrap, its init, the zygote, the loaded instance
+    host.kill()
+    host.wait()
+    deadline = time.monotonic() + 5
+    while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(_alive(pid) for pid in pids)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
