@@ -120,6 +120,8 @@ def main() -> None:
     parser.add_argument("--instances", type=int, default=2000)
     parser.add_argument("--steps", type=int, default=5000)
     parser.add_argument("--workers", type=int, default=None)
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="throughput trials; the best is reported (the machine may be shared)")
     args = parser.parse_args()
 
     start = time.perf_counter()
@@ -138,9 +140,12 @@ def main() -> None:
         startup_s = time.perf_counter() - start
         assert pool.report.ok, pool.report.missing
         instances_per_second(pool, 50)  # warm up
-        cpu_before = cpu_seconds(pool)
-        rate = instances_per_second(pool, args.instances)
-        cpu_per_instance = (cpu_seconds(pool) - cpu_before) / args.instances
+        trials, cpu_costs = [], []
+        for _ in range(args.repeat):
+            cpu_before = cpu_seconds(pool)
+            trials.append(instances_per_second(pool, args.instances))
+            cpu_costs.append((cpu_seconds(pool) - cpu_before) / args.instances)
+        rate, cpu_per_instance = max(trials), min(cpu_costs)
         with pool.load(PROGRAM) as env:
             env.reset(seed=0)
             sandbox_steps = summary_ms(step_latencies(env.step, args.steps))
@@ -148,7 +153,7 @@ def main() -> None:
     result = {
         "workers": config.workers, "layers": [layer.name for layer in pool.report.layers],
         "pool_startup_s": round(startup_s, 3),
-        "sandbox_instances_per_s": round(rate, 1), "in_process_instances_per_s": round(in_process_rate, 1),
+        "sandbox_instances_per_s": round(rate, 1), "trials": [round(t, 1) for t in trials], "in_process_instances_per_s": round(in_process_rate, 1),
         "cpu_ms_per_instance": round(cpu_per_instance * 1e3, 2),
         "cpu_bound_instances_per_s": round(cores / cpu_per_instance, 1),
         "load_average": os.getloadavg()[0],
@@ -158,7 +163,7 @@ def main() -> None:
     print(f"workers: {config.workers}; layers on: {', '.join(result['layers'])}")
     print(f"pool start-up:            {startup_s:8.3f} s")
     print(f"instances/s (load+reset+{STEPS_PER_INSTANCE} steps): sandbox {rate:8.1f}   "
-          f"in-process {in_process_rate:10.1f}")
+          f"in-process {in_process_rate:10.1f}   (best of {[round(t) for t in trials]})")
     print(f"CPU per instance:         {cpu_per_instance * 1e3:8.2f} ms (host + sandbox) -> "
           f"{cores / cpu_per_instance:.0f} instances/s on {cores} idle cores "
           f"(load average now {os.getloadavg()[0]:.1f})")

@@ -65,8 +65,9 @@ def test_doctor_command():
 def test_benchmark_runs_and_reports(tmp_path):
     """The benchmark script runs end to end (tiny sizes) and ends with its JSON summary."""
     script = Path(__file__).resolve().parents[2] / "benchmarks" / "sandbox.py"
-    result = subprocess.run([sys.executable, str(script), "--instances", "20", "--steps", "50",
-                             "--workers", "1"], capture_output=True, text=True, timeout=120)
+    command = [sys.executable, str(script), "--instances", "20", "--steps", "50", "--workers", "1",
+               "--repeat", "1"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout.strip().splitlines()[-1])
     assert summary["sandbox_instances_per_s"] > 0 and summary["cpu_ms_per_instance"] > 0
