@@ -153,7 +153,8 @@ def main() -> None:
     result = {
         "workers": config.workers, "layers": [layer.name for layer in pool.report.layers],
         "pool_startup_s": round(startup_s, 3),
-        "sandbox_instances_per_s": round(rate, 1), "trials": [round(t, 1) for t in trials], "in_process_instances_per_s": round(in_process_rate, 1),
+        "sandbox_instances_per_s": round(rate, 1), "trials": [round(t, 1) for t in trials],
+        "in_process_instances_per_s": round(in_process_rate, 1),
         "cpu_ms_per_instance": round(cpu_per_instance * 1e3, 2),
         "cpu_bound_instances_per_s": round(cores / cpu_per_instance, 1),
         "load_average": os.getloadavg()[0],
