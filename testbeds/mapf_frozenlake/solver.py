@@ -128,13 +128,27 @@ class _Cons:
     edge: frozenset = frozenset()
     goal_block: int = -1     # last time the agent may not be on its goal (it must finish after)
     max_t: int = 0           # latest constrained time
+    perm: tuple = ()         # (v, t): never on v at any time >= t (target reasoning)
 
     def add_vertex(self, v: int, t: int, goal: int) -> _Cons:
         return _Cons(self.vertex | {(v, t)}, self.edge,
-                     max(self.goal_block, t) if v == goal else self.goal_block, max(self.max_t, t))
+                     max(self.goal_block, t) if v == goal else self.goal_block, max(self.max_t, t),
+                     self.perm)
 
     def add_edge(self, u: int, v: int, t: int) -> _Cons:
-        return _Cons(self.vertex, self.edge | {(u, v, t)}, self.goal_block, max(self.max_t, t))
+        return _Cons(self.vertex, self.edge | {(u, v, t)}, self.goal_block, max(self.max_t, t),
+                     self.perm)
+
+    def add_perm(self, v: int, t: int) -> _Cons:
+        return _Cons(self.vertex, self.edge, self.goal_block, max(self.max_t, t),
+                     self.perm + ((v, t),))
+
+    def perm_map(self) -> dict[int, int]:
+        out: dict[int, int] = {}
+        for v, t in self.perm:
+            if t < out.get(v, _INF):
+                out[v] = t
+        return out
 
 
 def _cat(paths: list[tuple[int, ...]], skip: int):
@@ -164,7 +178,9 @@ def _low_level(g: _Grid, hd: list[int], start: int, goal: int, cons: _Cons, cat,
     if hd[start] > horizon:
         return None
     vcon, econ, gb = cons.vertex, cons.edge, cons.goal_block
+    perm = cons.perm_map()
     vtab, etab, rest = cat
+    tcap = cons.max_t
     nbrs = g.nbrs
     if (start, 0) in vcon:
         return None
@@ -179,9 +195,12 @@ def _low_level(g: _Grid, hd: list[int], start: int, goal: int, cons: _Cons, cat,
         f, conf, negt, u = pop(heap)
         t = -negt
         key = (u, t)
-        if key in done:
+        # after the last constrained time all times are alike: one visit per cell suffices,
+        # which also makes an impossible request fail fast instead of filling the horizon
+        ckey = key if t <= tcap else (u, tcap + 1)
+        if ckey in done:
             continue
-        done.add(key)
+        done.add(ckey)
         if u == goal and t > gb:
             path = []
             k: tuple[int, int] | None = key
@@ -198,7 +217,9 @@ def _low_level(g: _Grid, hd: list[int], start: int, goal: int, cons: _Cons, cat,
             if fv > horizon:
                 continue
             nk = (v, nt)
-            if nk in done or nk in vcon or (u, v, nt) in econ:
+            if nk in vcon or (u, v, nt) in econ or (v, min(nt, tcap + 1)) in done:
+                continue
+            if perm and nt >= perm.get(v, _INF):
                 continue
             c = conf + vtab.get(nk, 0)
             if (v, u, nt) in etab:
@@ -220,13 +241,15 @@ def _mdd(g: _Grid, hd: list[int], start: int, goal: int, cost: int, cons: _Cons,
          allow_wait: bool) -> list[set[int]]:
     """Layers of cells lying on some path of exactly ``cost`` that satisfies ``cons``."""
     vcon, econ = cons.vertex, cons.edge
+    perm = cons.perm_map()
     fwd: list[set[int]] = [{start}]
     for t in range(1, cost + 1):
         layer = set()
         for u in fwd[-1]:
             succ = g.nbrs[u] + (u,) if allow_wait else g.nbrs[u]
             for v in succ:
-                if t + hd[v] <= cost and (v, t) not in vcon and (u, v, t) not in econ:
+                if (t + hd[v] <= cost and (v, t) not in vcon and (u, v, t) not in econ
+                        and t < perm.get(v, _INF)):
                     layer.add(v)
         fwd.append(layer)
     layers = [set() for _ in range(cost + 1)]
@@ -277,40 +300,90 @@ class _Node:
     cons: list[_Cons]
     conflicts: list = field(default_factory=list)
     mdds: dict = field(default_factory=dict)
+    h: int = 0              # admissible: min vertex cover of the cardinal-conflict graph
+    chosen: tuple | None = None
 
-    def find_conflicts(self) -> None:
+    def find_conflicts(self, group_of: list[int]) -> None:
+        """First conflict of every pair of agents in different groups (a merged group is
+        planned jointly, so its members never conflict with each other)."""
         out = []
         ps = self.paths
         for i in range(len(ps)):
             for j in range(i + 1, len(ps)):
+                if group_of[i] == group_of[j]:
+                    continue
                 c = _first_conflict(ps[i], ps[j])
                 if c is not None:
                     out.append((i, j) + c)
         self.conflicts = out
 
 
+def _min_vertex_cover(edges: set[tuple[int, int]]) -> int:
+    """Size of a minimum vertex cover (brute force over subsets; at most a handful of agents)."""
+    verts = sorted({v for e in edges for v in e})
+    for r in range(1, len(verts) + 1):
+        for sub in itertools.combinations(verts, r):
+            ss = set(sub)
+            if all(a in ss or b in ss for a, b in edges):
+                return r
+    return len(verts)
+
+
+class _Restart(Exception):
+    """Raised to merge two groups into a meta-agent and restart CBS (merge & restart)."""
+
+    def __init__(self, a: int, b: int) -> None:
+        self.a, self.b = a, b
+
+
 class _CBS:
+    """CBS over groups of agents (singletons at first; meta-agents after merges)."""
+
     def __init__(self, g: _Grid, starts: list[int], goals: list[int], hds: list[list[int]], *,
                  allow_wait: bool, cost_bound: int | None, deadline: float, node_budget: int,
-                 use_mdd: bool = True, use_bypass: bool = True, stall_check=None) -> None:
+                 use_mdd: bool = True, use_bypass: bool = True, merge_threshold: int = 16,
+                 merge_after: int = 500, max_group: int = 2, stall_check=None) -> None:
         self.g, self.starts, self.goals, self.hds = g, starts, goals, hds
         self.allow_wait, self.cost_bound = allow_wait, cost_bound
         self.deadline, self.node_budget = deadline, node_budget
         self.use_mdd, self.use_bypass = use_mdd, use_bypass
+        self.merge_threshold, self.max_group = merge_threshold, max_group
+        self.merge_after = merge_after
         self.expanded = 0
         self.stall_check = stall_check
+        k = len(starts)
+        self.group_of = list(range(k))
+        self.pair_count: dict[tuple[int, int], int] = {}
 
-    def _plan(self, a: int, cons: _Cons, paths: list, other_cost: int):
+    def members(self, gid: int) -> list[int]:
+        return [a for a, x in enumerate(self.group_of) if x == gid]
+
+    def _plan_group(self, gid: int, cons: list[_Cons], paths: list, other_cost: int):
+        """Optimal paths for the members of group ``gid`` under their constraints, as a dict
+        agent -> path; ``None`` if impossible (within the cost bound)."""
+        mem = self.members(gid)
         max_cost = None if self.cost_bound is None else self.cost_bound - other_cost
-        if max_cost is not None and max_cost < self.hds[a][self.starts[a]]:
+        if max_cost is not None and max_cost < sum(self.hds[a][self.starts[a]] for a in mem):
             return None
-        return _low_level(self.g, self.hds[a], self.starts[a], self.goals[a], cons,
-                          _cat(paths, a), allow_wait=self.allow_wait, max_cost=max_cost)
+        if len(mem) == 1:
+            a = mem[0]
+            p = _low_level(self.g, self.hds[a], self.starts[a], self.goals[a], cons[a],
+                           _cat(paths, a), allow_wait=self.allow_wait, max_cost=max_cost)
+            return None if p is None else {a: p}
+        res = _joint(self.g, [self.starts[a] for a in mem], [self.goals[a] for a in mem],
+                     [self.hds[a] for a in mem], allow_wait=self.allow_wait,
+                     cost_bound=max_cost, deadline=self.deadline,
+                     node_budget=max(1000, self.node_budget * 10), cons=[cons[a] for a in mem])
+        if res is None:
+            return None
+        return dict(zip(mem, res[1]))
 
     def _mdd_width1(self, node: _Node, a: int, t: int) -> bool:
         cost = len(node.paths[a]) - 1
         if t > cost:
             return True  # resting on its goal: moving it off delays its final arrival
+        if self.group_of.count(self.group_of[a]) > 1:
+            return False  # members of a meta-agent: treated as non-cardinal
         m = node.mdds.get(a)
         if m is None:
             m = _mdd(self.g, self.hds[a], self.starts[a], self.goals[a], cost, node.cons[a],
@@ -318,7 +391,41 @@ class _CBS:
             node.mdds[a] = m
         return len(m[t]) == 1
 
+    def _classify(self, node: _Node) -> None:
+        """Pick the conflict to split (cardinal > semi-cardinal > non-cardinal) and set the
+        CG heuristic: every cardinal conflict raises the cost of one of its two agents, so a
+        minimum vertex cover of the cardinal-conflict graph is a lower bound on the extra cost."""
+        node.h = 0
+        if not node.conflicts:
+            node.chosen = None
+            return
+        if not self.use_mdd:
+            node.chosen = node.conflicts[0]
+            return
+        best, best_rank = None, -1
+        edges = set()
+        for c in node.conflicts:
+            i, j, kind, t, a, b = c
+            if kind == "v":
+                ci = self._mdd_width1(node, i, t)
+                cj = self._mdd_width1(node, j, t)
+            else:
+                ci = (t <= len(node.paths[i]) - 1 and self._mdd_width1(node, i, t)
+                      and self._mdd_width1(node, i, t - 1))
+                cj = (t <= len(node.paths[j]) - 1 and self._mdd_width1(node, j, t)
+                      and self._mdd_width1(node, j, t - 1))
+            rank = int(ci) + int(cj)
+            if rank == 2:
+                edges.add((i, j))
+            if rank > best_rank:
+                best, best_rank = c, rank
+        node.chosen = best
+        if edges:
+            node.h = _min_vertex_cover(edges)
+
     def _choose(self, node: _Node):
+        if node.chosen is not None and node.chosen in node.conflicts:
+            return node.chosen
         if not self.use_mdd or len(node.conflicts) == 1:
             return node.conflicts[0]
         best, best_rank = None, -1
@@ -328,8 +435,10 @@ class _CBS:
                 ci = self._mdd_width1(node, i, t)
                 cj = self._mdd_width1(node, j, t)
             else:
-                ci = t <= len(node.paths[i]) - 1 and self._mdd_width1(node, i, t) and self._mdd_width1(node, i, t - 1)
-                cj = t <= len(node.paths[j]) - 1 and self._mdd_width1(node, j, t) and self._mdd_width1(node, j, t - 1)
+                ci = (t <= len(node.paths[i]) - 1 and self._mdd_width1(node, i, t)
+                      and self._mdd_width1(node, i, t - 1))
+                cj = (t <= len(node.paths[j]) - 1 and self._mdd_width1(node, j, t)
+                      and self._mdd_width1(node, j, t - 1))
             rank = int(ci) + int(cj)
             if rank > best_rank:
                 best, best_rank = c, rank
@@ -338,25 +447,36 @@ class _CBS:
         return best
 
     def run(self) -> tuple[int, list[tuple[int, ...]]] | None:
+        while True:
+            try:
+                return self._run_once()
+            except _Restart as r:
+                # merge group b into group a and start over from a fresh root
+                self.group_of = [r.a if x == r.b else x for x in self.group_of]
+                self.pair_count = {}
+
+    def _run_once(self) -> tuple[int, list[tuple[int, ...]]] | None:
         k = len(self.starts)
         cons = [_Cons() for _ in range(k)]
-        paths: list[tuple[int, ...]] = []
-        for a in range(k):
-            # plan agents in order, each avoiding (as a tie-break) those planned before it
-            cat = _cat(paths, -1)
-            max_cost = None
-            if self.cost_bound is not None:
-                max_cost = self.cost_bound - sum(len(q) - 1 for q in paths) - sum(
-                    self.hds[b][self.starts[b]] for b in range(a + 1, k))
-            p = _low_level(self.g, self.hds[a], self.starts[a], self.goals[a], cons[a], cat,
-                           allow_wait=self.allow_wait, max_cost=max_cost)
-            if p is None:
+        paths: list[tuple[int, ...]] = [()] * k
+        planned: list[tuple[int, ...]] = []
+        lb_rest = sum(self.hds[a][self.starts[a]] for a in range(k))
+        for gid in sorted(set(self.group_of)):
+            mem = self.members(gid)
+            lb_rest -= sum(self.hds[a][self.starts[a]] for a in mem)
+            other = sum(len(q) - 1 for q in planned) + lb_rest
+            # each group avoids (as a tie-break) the groups planned before it
+            res = self._plan_root_group(gid, cons, planned, other)
+            if res is None:
                 return None
-            paths.append(p)
+            for a, p in res.items():
+                paths[a] = p
+                planned.append(p)
         root = _Node(sum(len(p) - 1 for p in paths), paths, cons)
-        root.find_conflicts()
+        root.find_conflicts(self.group_of)
+        self._classify(root)
         counter = itertools.count()
-        heap = [(root.cost, len(root.conflicts), next(counter), root)]
+        heap = [(root.cost + root.h, len(root.conflicts), next(counter), root)]
         while heap:
             cost, _, _, node = heapq.heappop(heap)
             if not node.conflicts:
@@ -369,37 +489,60 @@ class _CBS:
             while True:
                 conflict = self._choose(node)
                 i, j, kind, t, a, b = conflict
+                gi, gj = self.group_of[i], self.group_of[j]
+                key = (min(gi, gj), max(gi, gj))
+                self.pair_count[key] = self.pair_count.get(key, 0) + 1
+                if (self.pair_count[key] > self.merge_threshold
+                        and self.expanded >= self.merge_after
+                        and self.group_of.count(gi) + self.group_of.count(gj) <= self.max_group):
+                    raise _Restart(*key)
+                # target reasoning: j rests on its goal a at time t while i passes. Either j's
+                # final arrival is after t (vertex constraint on j at its goal, as usual), or j
+                # is on a from t on, so i may never be on a at or after t.
+                target_of = None
+                if kind == "v":
+                    if a == self.goals[j] and t >= len(node.paths[j]) - 1:
+                        target_of = j
+                    elif a == self.goals[i] and t >= len(node.paths[i]) - 1:
+                        target_of = i
                 children = []
                 bypassed = False
                 for ag in (i, j):
-                    if kind == "v":
+                    if target_of is not None and ag != target_of:
+                        nc = node.cons[ag].add_perm(a, t)
+                    elif kind == "v":
                         nc = node.cons[ag].add_vertex(a, t, self.goals[ag])
                     elif ag == i:
                         nc = node.cons[ag].add_edge(a, b, t)
                     else:
                         nc = node.cons[ag].add_edge(b, a, t)
-                    other = node.cost - (len(node.paths[ag]) - 1)
-                    p = self._plan(ag, nc, node.paths, other)
-                    if p is None:
-                        continue
-                    npaths = list(node.paths)
-                    npaths[ag] = p
                     ncons = list(node.cons)
                     ncons[ag] = nc
-                    child = _Node(other + len(p) - 1, npaths, ncons)
+                    gid = self.group_of[ag]
+                    mem = self.members(gid)
+                    other = node.cost - sum(len(node.paths[m]) - 1 for m in mem)
+                    res = self._plan_group(gid, ncons, node.paths, other)
+                    if res is None:
+                        continue
+                    npaths = list(node.paths)
+                    for m, p in res.items():
+                        npaths[m] = p
+                    child = _Node(sum(len(p) - 1 for p in npaths), npaths, ncons)
                     if self.cost_bound is not None and child.cost > self.cost_bound:
                         continue
-                    child.find_conflicts()
+                    child.find_conflicts(self.group_of)
                     if (self.use_bypass and child.cost == node.cost
                             and len(child.conflicts) < len(node.conflicts)):
-                        # bypass: adopt the path, keep the parent's constraints
+                        # bypass: adopt the paths, keep the parent's constraints
                         node.paths = npaths
-                        node.mdds.pop(ag, None)
-                        node.find_conflicts()
+                        for m in mem:
+                            node.mdds.pop(m, None)
+                        node.find_conflicts(self.group_of)
+                        node.chosen = None
                         bypassed = True
                         break
                     for mag, md in node.mdds.items():
-                        if mag != ag:
+                        if mag not in mem:
                             child.mdds[mag] = md
                     children.append(child)
                 if bypassed:
@@ -407,9 +550,23 @@ class _CBS:
                         return node.cost, node.paths
                     continue
                 for child in children:
-                    heapq.heappush(heap, (child.cost, len(child.conflicts), next(counter), child))
+                    self._classify(child)
+                    if self.cost_bound is not None and child.cost + child.h > self.cost_bound:
+                        continue
+                    heapq.heappush(heap, (child.cost + child.h, len(child.conflicts),
+                                          next(counter), child))
                 break
         return None
+
+    def _plan_root_group(self, gid: int, cons: list[_Cons], planned: list, other: int):
+        mem = self.members(gid)
+        if len(mem) == 1:
+            a = mem[0]
+            max_cost = None if self.cost_bound is None else self.cost_bound - other
+            p = _low_level(self.g, self.hds[a], self.starts[a], self.goals[a], cons[a],
+                           _cat(planned, -1), allow_wait=self.allow_wait, max_cost=max_cost)
+            return None if p is None else {a: p}
+        return self._plan_group(gid, cons, [], other)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -424,8 +581,9 @@ def joint_space_size(nfree: int, k: int) -> int:
 
 
 def _joint(g: _Grid, starts: list[int], goals: list[int], hds: list[list[int]], *,
-           allow_wait: bool, cost_bound: int | None, deadline: float, node_budget: int):
-    """Exact A* with operator decomposition over (positions, finished mask).
+           allow_wait: bool, cost_bound: int | None, deadline: float, node_budget: int,
+           cons: list[_Cons] | None = None):
+    """Exact A* with operator decomposition over (positions, finished mask, time).
 
     A full state is the agents' cells and which agents have declared themselves finished (a
     finished agent rests on its goal for good and costs nothing more). One time step is split
@@ -434,15 +592,33 @@ def _joint(g: _Grid, starts: list[int], goals: list[int], hds: list[list[int]], 
     already moved in this step (a vertex conflict, or a swap with an agent's old cell). After
     the last agent moves, any agent standing on its goal may declare itself finished (both
     branches are kept). Each unfinished agent pays 1 per step, so the cost of a path of full
-    states is the sum of costs. Returns (cost, paths), ``None`` if no plan (within the bound),
-    or raises ``_Budget``.
+    states is the sum of costs.
+
+    ``cons`` (per agent, used when CBS plans a merged meta-agent) makes states time-dependent;
+    after the latest constrained time all times are equivalent, so time is capped there and the
+    state space stays finite (without constraints time plays no role at all). Returns
+    ``(cost, paths)``, ``None`` if there is no plan (within ``cost_bound``), or raises
+    ``_Budget``.
     """
     k = len(starts)
     full = (1 << k) - 1
     INF = _INF
+    if cons is None:
+        cons = [_Cons() for _ in range(k)]
+    tcap = max(c.max_t for c in cons) + 1 if any(c.vertex or c.edge or c.perm for c in cons) else 0
+    vcons = [c.vertex for c in cons]
+    econs = [c.edge for c in cons]
+    perms = [c.perm_map() for c in cons]
+    gblock = [c.goal_block for c in cons]
 
-    def declare(pos, mask):
-        cand = [i for i in range(k) if not (mask >> i) & 1 and pos[i] == goals[i]]
+    def declare(pos, mask, t):
+        cand = [i for i in range(k)
+                if pos[i] == goals[i] and not (mask >> i) & 1 and t > gblock[i]]
+        if not cand:
+            return (mask,)
+        return _subsets(cand, mask)
+
+    def _subsets(cand, mask):
         for r in range(len(cand) + 1):
             for sub in itertools.combinations(cand, r):
                 m = mask
@@ -462,19 +638,24 @@ def _joint(g: _Grid, starts: list[int], goals: list[int], hds: list[list[int]], 
     best: dict = {}
     parent: dict = {}    # full state -> previous full state
     start = tuple(starts)
-    for m in declare(start, 0):
-        fs = (start, m)
-        best[(start, start, 0, m)] = 0
+    for i in range(k):
+        if (start[i], 0) in vcons[i]:
+            return None
+    for m in declare(start, 0, 0):
+        fs = (start, m, 0)
+        best[(start, start, 0, m, 0)] = 0
         parent[fs] = None
-        heapq.heappush(heap, (hval(start, m), 0, next(counter), start, start, 0, m, fs))
+        h0 = hval(start, m)
+        heapq.heappush(heap, (h0, 0, next(counter), h0, start, start, 0, m, 0, fs))
     expanded = 0
     nbrs = g.nbrs
     while heap:
-        f, gc, _, cur, old, i, mask, origin = heapq.heappop(heap)
+        f, ngc, _, hc, cur, old, i, mask, t, origin = heapq.heappop(heap)
+        gc = -ngc
         if cost_bound is not None and f > cost_bound:
             return None
-        key = (cur, old, i, mask)
-        if best.get(key, INF) < gc:
+        tk = t if t < tcap else tcap
+        if best.get((cur, old, i, mask, tk), INF) < gc:
             continue
         if i == 0 and mask == full:
             seq = []
@@ -486,7 +667,7 @@ def _joint(g: _Grid, starts: list[int], goals: list[int], hds: list[list[int]], 
             paths = []
             for a in range(k):
                 p = []
-                for ps, m in seq:
+                for ps, m, _t in seq:
                     p.append(ps[a])
                     if (m >> a) & 1:
                         break
@@ -495,7 +676,9 @@ def _joint(g: _Grid, starts: list[int], goals: list[int], hds: list[list[int]], 
         expanded += 1
         if expanded > node_budget or (expanded & 255 == 0 and time.perf_counter() > deadline):
             raise _Budget
-        # agent i moves (finished agents stay, free of charge)
+        # agent i moves from its cell at time t to time t + 1 (finished agents stay, for free)
+        nt = t + 1
+        ntk = nt if nt < tcap else tcap
         u = old[i]
         if (mask >> i) & 1:
             moves = (u,)
@@ -503,7 +686,12 @@ def _joint(g: _Grid, starts: list[int], goals: list[int], hds: list[list[int]], 
         else:
             moves = nbrs[u] + (u,) if allow_wait else nbrs[u]
             step = 1
+        vc, ec, pm = vcons[i], econs[i], perms[i]
+        hdi = hds[i]
+        hbase = hc - hdi[u] if step else hc
         for v in moves:
+            if step and ((v, nt) in vc or (u, v, nt) in ec or (pm and nt >= pm.get(v, INF))):
+                continue
             ok = True
             for j in range(i):
                 cj = cur[j]
@@ -514,23 +702,26 @@ def _joint(g: _Grid, starts: list[int], goals: list[int], hds: list[list[int]], 
                 continue
             ncur = cur[:i] + (v,) + cur[i + 1:]
             ng = gc + step
+            nh = hbase + hdi[v] if step else hc
             if i + 1 < k:
-                nkey = (ncur, old, i + 1, mask)
+                nkey = (ncur, old, i + 1, mask, tk)
                 if best.get(nkey, INF) <= ng:
                     continue
                 best[nkey] = ng
-                heapq.heappush(heap, (ng + hval(ncur, mask), ng, next(counter), ncur, old,
-                                      i + 1, mask, origin))
+                # ties on f go to the deeper state (larger g): far fewer expansions on plateaus
+                heapq.heappush(heap, (ng + nh, -ng, next(counter), nh, ncur, old,
+                                      i + 1, mask, t, origin))
             else:
-                for m in declare(ncur, mask):
-                    nkey = (ncur, ncur, 0, m)
+                for m in declare(ncur, mask, nt):
+                    nkey = (ncur, ncur, 0, m, ntk)
                     if best.get(nkey, INF) <= ng:
                         continue
                     best[nkey] = ng
-                    fs = (ncur, m)
+                    fs = (ncur, m, nt)
                     parent[fs] = origin
-                    heapq.heappush(heap, (ng + hval(ncur, m), ng, next(counter), ncur, ncur, 0,
-                                          m, fs))
+                    mh = nh if m == mask else hval(ncur, m)
+                    heapq.heappush(heap, (ng + mh, -ng, next(counter), mh, ncur,
+                                          ncur, 0, m, nt, fs))
     return None
 
 
