@@ -100,3 +100,35 @@ def test_medium_instances_agree_between_cbs_and_joint():
         if a.status == "solved" and b.status == "solved":
             assert a.cost == b.cost
             checked += 1
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_instances())
+def test_cbs_with_eager_merging_is_optimal(inst):
+    """Meta-agents (constrained joint search inside CBS) from the first conflict on."""
+    ref = brute_force(inst)
+    res = solve(inst, joint_first=0, joint_limit=0, node_budget=3000, time_budget_s=2.0,
+                merge_threshold=0, merge_after=0, max_group=3)
+    if res.status == "solved":
+        assert ref is not None and res.cost == ref
+        _check_plan(inst, res)
+    elif res.status == "unsolvable":
+        assert ref is None
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_instances())
+def test_cbs_wait_free_bounded_matches_brute_force(inst):
+    ref = brute_force(inst)
+    if ref is None:
+        return
+    ref_wf = brute_force(inst, wait_free=True)
+    for kw in ({}, {"merge_threshold": 0, "merge_after": 0, "max_group": 3}):
+        res = solve(inst, wait_free=True, cost_bound=ref, joint_first=0, joint_limit=0,
+                    node_budget=3000, time_budget_s=2.0, **kw)
+        if res.status == "solved":
+            assert ref_wf is not None and res.cost == ref_wf == ref
+            _check_plan(inst, res)
+            assert not any(p[t] == p[t + 1] for p in res.plan for t in range(len(p) - 1))
+        elif res.status == "unsolvable":
+            assert ref_wf is None or ref_wf > ref
