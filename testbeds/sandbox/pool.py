@@ -108,12 +108,20 @@ class Worker:
         return self.proc is not None and self.proc.poll() is None
 
     def kill(self) -> None:
-        """SIGKILL the worker's whole process group (bwrap, its init, zygote, instances)."""
+        """SIGKILL the worker: bwrap's process group and every process below it (the sandbox
+        runs in its own session; die-with-parent and the pid namespace would also take it down
+        once bwrap is gone)."""
         if self.proc is not None:
+            below = self.sandbox_pids()
             try:
                 os.killpg(self.proc.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+            for pid in below:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
             self.proc.wait()
             self.proc = None
         if self.ctl is not None:

@@ -12,3 +12,12 @@ def settled_pids(worker, expected: int) -> list[int]:
     while len(pids := worker.sandbox_pids()) != expected and time.monotonic() < deadline:
         time.sleep(0.01)
     return pids
+
+
+def alive(pid: int) -> bool:
+    """True while ``pid`` exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False

@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from testbeds.sandbox import SandboxConfig, SandboxFailure, SandboxPool, doctor
 
-from sandbox_helpers import settled_pids
+from sandbox_helpers import alive, settled_pids
 
 GOOD = '''
 import random
@@ -228,12 +228,14 @@ class StopEnv:
 '''
     env = bare_pool.load(source)
     assert env.reset().obs == "o"  # the instance talks to the host directly
+    processes = env.worker.sandbox_pids()
     started = time.monotonic()
     outcome = env.close()  # the zygote is stopped: the close request goes unanswered
     assert "worker killed" in outcome["detail"]
     config = bare_pool.config
     assert time.monotonic() - started < config.call_deadline_s + config.supervisor_grace_s + 1
     assert not env.worker.alive
+    assert not [pid for pid in processes if alive(pid)]
     with bare_pool.load(GOOD) as env:
         assert env.reset(1).obs == "flip"
 

@@ -22,7 +22,7 @@ import pytest
 
 from testbeds.sandbox import SandboxFailure
 
-from sandbox_helpers import settled_pids
+from sandbox_helpers import alive, settled_pids
 
 WRAPPER = '''
 {body}
@@ -402,14 +402,6 @@ def test_sandbox_dies_with_its_host(tmp_path):
     host.kill()
     host.wait()
     deadline = time.monotonic() + 5
-    while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
+    while any(alive(pid) for pid in pids) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not any(_alive(pid) for pid in pids)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-    except OSError:
-        return False
+    assert not any(alive(pid) for pid in pids)
