@@ -27,7 +27,7 @@ import os
 import shutil
 import time
 import traceback
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -269,19 +269,13 @@ def execute(configs: dict[tuple[str, int], RunConfig], jobs: int = 1,
                 pool.submit(_run_one, configs[key].model_dump(mode="json"), status, snapshot): (key, status)
                 for key, status in todo
             }
-            for future in _as_completed(futures):
+            for future in as_completed(futures):
                 key, status = futures[future]
                 try:
                     finish(key, status, future.result(), None)
                 except Exception:  # noqa: BLE001
                     finish(key, status, None, traceback.format_exc())
     return [outcomes[key] for key in configs]
-
-
-def _as_completed(futures: dict[Future, Any]) -> Any:
-    from concurrent.futures import as_completed
-
-    return as_completed(futures)
 
 
 def _notify(progress: Any, outcome: RunOutcome) -> None:

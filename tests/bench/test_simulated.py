@@ -76,6 +76,7 @@ def test_answers_are_canonical_text_scored_by_the_real_validator(tasks):
         v = validate(inst, text)
         assert outcome == "optimal" and v.valid and v.optimal
         assert parse_plan(text).format == "lines"
+        assert parse_plan(render_plan(inst.optimal_plan)).paths == inst.optimal_plan
         text, outcome = answer(t, weak, cfg, task_stream(1, 2, t.id))
         v = validate(inst, text)
         assert outcome.startswith("failed") and not v.valid, (outcome, text)
