@@ -39,7 +39,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from testbeds.sandbox.config import SandboxConfig
+from testbeds.sandbox.config import Failure, SandboxConfig, SandboxFailure
 
 SANDBOX_PYTHON = "/opt/sandbox/python"
 SANDBOX_WORKER_DIR = "/opt/sandbox/worker"
@@ -103,6 +103,7 @@ def prepare_runtime(config: SandboxConfig) -> Runtime:
     root.mkdir(parents=True, exist_ok=True)
     if root.stat().st_uid == os.geteuid():
         os.chmod(root, 0o755)  # the sandbox user must be able to traverse it
+    _require_trusted(root)
     prefix = Path(sys.base_prefix)
     python_name = f"python{sys.version_info.major}.{sys.version_info.minor}"
     executable = prefix / "bin" / python_name
@@ -113,11 +114,25 @@ def prepare_runtime(config: SandboxConfig) -> Runtime:
     python_dir = root / f"python-{key}"
     if not python_dir.exists():
         _publish(python_dir, lambda tmp: _mirror_prefix(prefix, executable, python_name, tmp))
+    _require_trusted(python_dir)
     source = WORKER_SOURCE.read_bytes()
     worker_dir = root / f"worker-{hashlib.sha256(source).hexdigest()[:16]}"
     if not worker_dir.exists():
         _publish(worker_dir, lambda tmp: _write_readable(tmp / "_worker.py", source))
+    _require_trusted(worker_dir)
+    if (worker_dir / "_worker.py").read_bytes() != source:
+        raise SandboxFailure(Failure(kind="sandbox_unavailable",
+                                     detail=f"{worker_dir}/_worker.py differs from this package's"))
     return Runtime(python_dir, worker_dir, python_name)
+
+
+def _require_trusted(path: Path) -> None:
+    """Refuse a runtime directory someone else owns or can write (e.g. planted in /var/tmp)."""
+    info = path.stat()
+    if info.st_uid not in (0, os.geteuid()) or info.st_mode & 0o022:
+        raise SandboxFailure(Failure(
+            kind="sandbox_unavailable",
+            detail=f"{path} is owned by uid {info.st_uid} or writable by others; remove it"))
 
 
 def _publish(target: Path, build) -> None:

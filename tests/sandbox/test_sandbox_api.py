@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 
@@ -263,6 +264,16 @@ def test_unusable_bwrap_is_reported_as_missing():
     failure = failure_of(lambda: SandboxPool(SandboxConfig(workers=1, bwrap_path="/usr/bin/false")).start())
     assert failure.kind == "sandbox_unavailable"
     assert "bubblewrap: /usr/bin/false cannot create namespaces" in failure.detail
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="planting a directory for another uid needs root")
+def test_planted_runtime_directory_is_refused(tmp_path):
+    planted = tmp_path / "runtime"
+    planted.mkdir()
+    os.chown(planted, 12345, 12345)
+    config = SandboxConfig(workers=1, runtime_dir=str(planted))
+    failure = failure_of(lambda: SandboxPool(config).start())
+    assert failure.kind == "sandbox_unavailable" and "owned by uid 12345" in failure.detail
 
 
 def test_doctor_reports_every_layer_active():
