@@ -324,6 +324,13 @@ class OptunaEngineer(Engineer):
         if report.design is None and self._space is not None:  # the last round: tell its trial
             self._tell(self._study(0), report.round)
 
+    def close(self) -> None:
+        """Release the SQLite connections (many runs may share one process under compare)."""
+        engine = getattr(self._storage, "engine", None)
+        if engine is not None:
+            engine.dispose()
+        self._storage = None
+
     def state_dict(self) -> dict[str, Any]:
         return {"scores": {str(r): s for r, s in sorted(self._scores.items())}}
 
