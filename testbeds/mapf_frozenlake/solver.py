@@ -735,6 +735,65 @@ def _joint(g: _Grid, starts: list[int], goals: list[int], hds: list[list[int]], 
     return None
 
 
+def _reachable(g: _Grid, starts: list[int], goals: list[int], limit: int) -> bool | None:
+    """Whether the goal configuration can be reached at all (cost ignored); ``None`` if more
+    than ``limit`` configurations would have to be visited.
+
+    Any simultaneous conflict-free joint move splits into chains (an agent follows the one
+    ahead, the head enters an empty cell), which can be done one agent at a time, and rotations
+    of fully occupied cycles. Swaps are forbidden, grid cycles have even length, so with at most
+    5 agents the only cycles are 2x2 blocks. Hence the reachable configurations are exactly those
+    reachable by single-agent moves into empty cells and 2x2 rotations. Moves are reversible, so
+    a bidirectional search that exhausts either side's component proves unsolvability.
+    """
+    k = len(starts)
+    if k > 5:
+        return None  # 6-cycles would be possible: the move set above would be incomplete
+    w = g.w
+    nbrs = g.nbrs
+
+    def succ(pos):
+        occ = {c: i for i, c in enumerate(pos)}
+        for i, u in enumerate(pos):
+            for v in nbrs[u]:
+                if v not in occ:
+                    yield pos[:i] + (v,) + pos[i + 1:]
+        if k >= 4:
+            for u in pos:
+                if u % w == w - 1:
+                    continue
+                block = (u, u + 1, u + w + 1, u + w)   # clockwise
+                if all(c in occ for c in block):
+                    for shift in (1, 3):                # clockwise / counter-clockwise
+                        new = list(pos)
+                        for idx, c in enumerate(block):
+                            new[occ[c]] = block[(idx + shift) % 4]
+                        yield tuple(new)
+
+    a, b = tuple(starts), tuple(goals)
+    if a == b:
+        return True
+    seen = [{a}, {b}]
+    front = [[a], [b]]
+    visited = 2
+    while front[0] and front[1]:
+        side = 0 if len(front[0]) <= len(front[1]) else 1
+        mine, other = seen[side], seen[1 - side]
+        nxt = []
+        for pos in front[side]:
+            for q in succ(pos):
+                if q in other:
+                    return True
+                if q not in mine:
+                    mine.add(q)
+                    nxt.append(q)
+        visited += len(nxt)
+        if visited > limit:
+            return None
+        front[side] = nxt
+    return False
+
+
 # ------------------------------------------------------------------------------------------------
 # public entry point
 # ------------------------------------------------------------------------------------------------
@@ -789,6 +848,10 @@ def solve(instance: Instance, *, time_budget_s: float = 5.0, node_budget: int = 
     jsize = joint_space_size(g.nfree, k)
 
     def run_joint():
+        if k >= 3:  # exhausting the cost-free configuration space is far cheaper than A*'s
+            reach = _reachable(g, starts, goals, limit=max(1000, node_budget * 10))
+            if reach is False:
+                return None
         return _joint(g, starts, goals, hds, allow_wait=not wait_free, cost_bound=cost_bound,
                       deadline=deadline, node_budget=node_budget * 20)
 

@@ -132,3 +132,26 @@ def test_cbs_wait_free_bounded_matches_brute_force(inst):
             assert not any(p[t] == p[t + 1] for p in res.plan for t in range(len(p) - 1))
         elif res.status == "unsolvable":
             assert ref_wf is None or ref_wf > ref
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_instances())
+def test_reachability_matches_brute_force(inst):
+    from testbeds.mapf_frozenlake.solver import _Grid, _reachable
+
+    g = _Grid.of(inst)
+    w = inst.w
+    reach = _reachable(g, [r * w + c for r, c in inst.starts], [r * w + c for r, c in inst.goals],
+                       limit=10**6)
+    assert reach == (brute_force(inst) is not None)
+
+
+def test_rotation_in_a_full_block():
+    """Four agents filling a 2x2 block can only rotate: solvable, cost 4."""
+    inst = Instance(2, 2, frozenset(), [(0, 0), (0, 1), (1, 1), (1, 0)],
+                    [(0, 1), (1, 1), (1, 0), (0, 0)])
+    assert brute_force(inst) == 4
+    r = solve(inst)
+    assert r.status == "solved" and r.cost == 4
+    r = solve(inst, joint_first=0, joint_after=0)
+    assert r.status == "solved" and r.cost == 4
