@@ -21,7 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from curriculum.config import RunConfig, dump_config
+from curriculum import distributed
+from curriculum.config import ConfigError, RunConfig, dump_config
 from curriculum.console import QuietReporter
 from curriculum.records import DesignRecord, RoundReport
 from curriculum.registry import ENGINEERS, TESTBEDS, TRAINERS
@@ -47,8 +48,8 @@ def build_engineer(config: RunConfig, run_dir: Path | None) -> Engineer:
     return ENGINEERS.get(config.engineer.name).load()(config.engineer, run_dir=str(run_dir) if run_dir else None)
 
 
-def build_trainer(config: RunConfig, testbed: Testbed) -> Trainer:
-    return TRAINERS.get(config.trainer.name).load()(config, testbed)
+def build_trainer(config: RunConfig, testbed: Testbed, run_dir: Path | None = None) -> Trainer:
+    return TRAINERS.get(config.trainer.name).load()(config, testbed, run_dir)
 
 
 @dataclass
@@ -60,26 +61,38 @@ class RunResult:
 
 
 def run(config: RunConfig, *, resume: Path | None = None, reporter: QuietReporter | None = None) -> RunResult:
-    """Run (or resume) a whole curriculum; returns the run dir and the full history."""
-    reporter = reporter or QuietReporter()
-    if resume is not None:
-        run_dir = RunDir.open(resume)
-        run_dir.check_same_config(config)
-        run_dir.discard_partial()
-    else:
-        run_dir = RunDir.create(config)
+    """Run (or resume) a whole curriculum; returns the run dir and the full history.
+
+    Under ``accelerate launch`` every rank calls this; see ``curriculum.distributed`` for who
+    does what.
+    """
+    distributed.init()
+    main = distributed.is_main()
+    reporter = (reporter or QuietReporter()) if main else QuietReporter()
+    # The main process creates or checks the run dir; a refusal must stop every rank.
+    path, error = None, None
+    if main:
+        try:
+            path = _open_run_dir(config, resume).path
+        except ConfigError as err:
+            error = str(err)
+    path, error = distributed.broadcast((path, error))
+    if error is not None:
+        raise ConfigError(error)
+    run_dir = RunDir(path)
     reporter.config(dump_config(config), str(run_dir.path))
 
     testbed = build_testbed(config)
     engineer = build_engineer(config, run_dir.path)
-    trainer = build_trainer(config, testbed)
+    trainer = build_trainer(config, testbed, run_dir.path)
     history = run_dir.history()
     try:
         proposal = _restore(config, run_dir, history, testbed, engineer, trainer)
         engineer.on_run_start(testbed, proposal)
-        run_dir.truncate_metrics(len(history) - 1)
-        if config.eval_before_training and not history:
-            _baseline_eval(config, run_dir, testbed, trainer, reporter)
+        if main:
+            run_dir.truncate_metrics(len(history) - 1)
+            if config.eval_before_training and not history:
+                _baseline_eval(config, run_dir, testbed, trainer, reporter)
         for index in range(len(history), config.rounds):
             report, proposal = _one_round(config, index, proposal, history, run_dir,
                                           testbed, engineer, trainer, reporter)
@@ -90,6 +103,15 @@ def run(config: RunConfig, *, resume: Path | None = None, reporter: QuietReporte
         engineer.close()
         trainer.close()
     return RunResult(run_dir=run_dir.path, history=history)
+
+
+def _open_run_dir(config: RunConfig, resume: Path | None) -> RunDir:
+    if resume is None:
+        return RunDir.create(config)
+    run_dir = RunDir.open(resume)
+    run_dir.check_same_config(config)
+    run_dir.discard_partial()
+    return run_dir
 
 
 def _restore(config: RunConfig, run_dir: RunDir, history: list[RoundReport], testbed: Testbed,
@@ -120,9 +142,11 @@ def _baseline_eval(config: RunConfig, run_dir: RunDir, testbed: Testbed, trainer
 def _one_round(config: RunConfig, index: int, proposal: Any, history: list[RoundReport], run_dir: RunDir,
                testbed: Testbed, engineer: Engineer, trainer: Trainer,
                reporter: QuietReporter) -> tuple[RoundReport, Any]:
+    main = distributed.is_main()
     proposal_json = proposal.model_dump(mode="json")
     reporter.round_start(index, config.rounds, proposal_json)
 
+    # Every rank samples the same tasks (same proposal, same derived seed); TRL shards them.
     reporter.stage("sample", None)
     tasks = testbed.sample(proposal, config.tasks_per_round, derive_seed(config.seed, index, "data"))
 
@@ -130,44 +154,76 @@ def _one_round(config: RunConfig, index: int, proposal: Any, history: list[Round
     reporter.stage("train", steps)
 
     def log(record: dict[str, Any]) -> None:
-        run_dir.log(record)
+        if main:
+            run_dir.log(record)
         if "loss" in record or "reward" in record:
             reporter.advance(1)
 
     train_metrics = trainer.train_round(tasks, round_index=index, seed=derive_seed(config.seed, index, "train"),
                                         log=log)
+    if distributed.world_size() > 1:
+        digests = distributed.gather(trainer.weights_digest())
+        if main:
+            run_dir.log({"round": index, "event": "rank_weight_digests", "digests": digests})
 
+    next_proposal = proposal
+    report: RoundReport | None = None
+    if main:
+        report, next_proposal = _evaluate_and_design(config, index, proposal, train_metrics, history,
+                                                     run_dir, testbed, engineer, trainer, reporter)
+        state = {
+            "engineer": engineer.state_dict(),
+            "testbed": testbed.state_dict(),
+            "rng": capture_rng(),
+            "next_proposal": next_proposal.model_dump(mode="json"),
+        }
+        reporter.stage("commit", None)
+        run_dir.begin_round(report, state=state)
+    # The other ranks follow the main process's decision and reward state.
+    next_json, testbed_state = distributed.broadcast(
+        (next_proposal.model_dump(mode="json"), testbed.state_dict()))
+    if not main:
+        next_proposal = testbed.proposal_model.model_validate(next_json)
+        testbed.load_state_dict(testbed_state)
+    distributed.barrier()
+    # Saving may gather sharded weights, so every rank takes part; only the main one writes.
+    trainer.save(run_dir.partial_dir(index) / "checkpoint")
+    if main:
+        run_dir.finish_round(index)
+        run_dir.log({"round": index, "event": "round_committed", "score": report.eval.score, **train_metrics})
+    distributed.barrier()
+    if report is None:  # non-main ranks read the committed record, so hooks see the same round
+        report = run_dir.load_round(index)
+    return report, next_proposal
+
+
+def _evaluate_and_design(config: RunConfig, index: int, proposal: Any, train_metrics: dict[str, float],
+                         history: list[RoundReport],
+                         run_dir: RunDir, testbed: Testbed, engineer: Engineer, trainer: Trainer,
+                         reporter: QuietReporter) -> tuple[RoundReport, Any]:
+    """Main process only: evaluate the new policy and ask the engineer for the next proposal."""
     reporter.stage("eval", None)
     policy = trainer.policy()
     evaluation = testbed.evaluate(_with_progress(policy, reporter), seed=derive_seed(config.seed, index, "eval"))
     run_dir.log({"round": index, "event": "eval", "score": evaluation.score, **evaluation.metrics})
 
-    report = RoundReport(round=index, proposal=proposal_json, train_metrics=train_metrics, eval=evaluation)
-    next_proposal = proposal
-    if index + 1 < config.rounds:
-        reporter.stage("design", None)
-        ctx = DesignContext(
-            round=index, total_rounds=config.rounds, history=[*history, report], proposal=proposal,
-            testbed=testbed, rng=np.random.default_rng(derive_seed(config.seed, index, "engineer")),
-            policy=policy, base_policy=trainer.base_policy, run_info=trainer.run_info(),
-        )
-        design = engineer.design(ctx)
-        next_proposal, changes = testbed.project(design.raw, proposal)
-        report.design = DesignRecord(
-            engineer=engineer.name, design=design, projected=next_proposal.model_dump(mode="json"),
-            changes=changes, diagnostics=design.notes.get("diagnostics", {}),
-        )
-        run_dir.log({"round": index, "event": "design", "changes": len(changes)})
-
-    state = {
-        "engineer": engineer.state_dict(),
-        "testbed": testbed.state_dict(),
-        "rng": capture_rng(),
-        "next_proposal": next_proposal.model_dump(mode="json"),
-    }
-    reporter.stage("commit", None)
-    run_dir.commit_round(report, state=state, save_checkpoint=trainer.save)
-    run_dir.log({"round": index, "event": "round_committed", "score": evaluation.score, **train_metrics})
+    report = RoundReport(round=index, proposal=proposal.model_dump(mode="json"),
+                         train_metrics=train_metrics, eval=evaluation)
+    if index + 1 >= config.rounds:
+        return report, proposal
+    reporter.stage("design", None)
+    ctx = DesignContext(
+        round=index, total_rounds=config.rounds, history=[*history, report], proposal=proposal,
+        testbed=testbed, rng=np.random.default_rng(derive_seed(config.seed, index, "engineer")),
+        policy=policy, base_policy=trainer.base_policy, run_info=trainer.run_info(),
+    )
+    design = engineer.design(ctx)
+    next_proposal, changes = testbed.project(design.raw, proposal)
+    report.design = DesignRecord(
+        engineer=engineer.name, design=design, projected=next_proposal.model_dump(mode="json"),
+        changes=changes, diagnostics=design.notes.get("diagnostics", {}),
+    )
+    run_dir.log({"round": index, "event": "design", "changes": len(changes)})
     return report, next_proposal
 
 

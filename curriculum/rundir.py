@@ -157,11 +157,12 @@ class RunDir:
         for partial in self.rounds_dir.glob(".round_*.partial"):
             shutil.rmtree(partial, ignore_errors=True)
 
-    def commit_round(self, report: RoundReport, *, state: dict[str, Any],
-                     save_checkpoint: Callable[[Path], None] | None) -> Path:
-        """Write every artifact of a round into a partial directory, then rename it into place."""
-        final = self.round_dir(report.round)
-        partial = self.rounds_dir / f".round_{report.round:03d}.partial"
+    def partial_dir(self, index: int) -> Path:
+        return self.rounds_dir / f".round_{index:03d}.partial"
+
+    def begin_round(self, report: RoundReport, *, state: dict[str, Any]) -> Path:
+        """Write a round's records into its partial directory (checkpoint goes in next)."""
+        partial = self.partial_dir(report.round)
         shutil.rmtree(partial, ignore_errors=True)
         partial.mkdir(parents=True)
         write_json(partial / "proposal.json", report.proposal)
@@ -174,12 +175,23 @@ class RunDir:
             if report.design.design.output is not None:
                 atomic_write(partial / "engineer_output.txt", report.design.design.output)
         write_json(partial / "state.json", state)
-        if save_checkpoint is not None:
-            save_checkpoint(partial / "checkpoint")
-        _fsync_dir(partial)
+        return partial
+
+    def finish_round(self, index: int) -> Path:
+        """Make the partial round visible with one atomic rename."""
+        partial, final = self.partial_dir(index), self.round_dir(index)
+        _fsync_tree(partial)
         os.rename(partial, final)
         _fsync_dir(self.rounds_dir)
         return final
+
+    def commit_round(self, report: RoundReport, *, state: dict[str, Any],
+                     save_checkpoint: Callable[[Path], None] | None) -> Path:
+        """Single-process commit: records, checkpoint, rename."""
+        partial = self.begin_round(report, state=state)
+        if save_checkpoint is not None:
+            save_checkpoint(partial / "checkpoint")
+        return self.finish_round(report.round)
 
     def load_round(self, index: int) -> RoundReport:
         directory = self.round_dir(index)
@@ -224,6 +236,18 @@ class RunDir:
             if record.get("round", -1) <= last_round:
                 kept.append(line)
         atomic_write(self.metrics_path, "".join(k + "\n" for k in kept))
+
+
+def _fsync_tree(path: Path) -> None:
+    """Flush every file of a round (checkpoints are written by libraries that do not fsync)."""
+    for item in path.rglob("*"):
+        if item.is_file():
+            fd = os.open(item, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+    _fsync_dir(path)
 
 
 def _fsync_dir(path: Path) -> None:

@@ -23,10 +23,12 @@ class Trainer(ABC):
 
     name: ClassVar[str]
 
-    def __init__(self, run_config: Any, testbed: Testbed) -> None:
+    def __init__(self, run_config: Any, testbed: Testbed, run_dir: Path | None = None) -> None:
         self.run_config = run_config
         self.config = run_config.trainer
         self.testbed = testbed
+        self.run_dir = run_dir
+        """Where metric sinks (TensorBoard) may write; ``None`` for throw-away evaluations."""
 
     @abstractmethod
     def setup(self, checkpoint: Path | None) -> None:
@@ -48,6 +50,10 @@ class Trainer(ABC):
     @abstractmethod
     def save(self, directory: Path) -> None:
         """Write everything needed to continue training from here into ``directory``."""
+
+    def weights_digest(self) -> str | None:
+        """A hash of this process's weights (multi-process runs check that ranks agree)."""
+        return None
 
     def run_info(self) -> dict[str, Any]:
         """Bookkeeping for engineers' context (epochs per round, hyper-parameters)."""

@@ -19,12 +19,15 @@ from __future__ import annotations
 
 import math
 import os
+import shutil
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
+from curriculum import distributed
 from curriculum.config import PluginConfig
 from testbeds.base import Completion, Policy, Task, Testbed
 from trainers.base import LogFn, Trainer
@@ -111,12 +114,16 @@ class GRPOTrainerAdapter(Trainer):
 
     name = "grpo"
 
-    def __init__(self, run_config: Any, testbed: Testbed) -> None:
-        super().__init__(run_config, testbed)
+    def __init__(self, run_config: Any, testbed: Testbed, run_dir: Path | None = None) -> None:
+        super().__init__(run_config, testbed, run_dir)
+        # TRL needs an output dir but we save nothing through it: a private scratch dir per
+        # process keeps the run dir written by the main process only.
+        self._scratch = Path(tempfile.mkdtemp(prefix="curriculum-trl-"))
         self.model = None
         self.tokenizer = None
         self.optimizer = None
         self._base_policy: Policy | None = None
+        self._trl: Any = None
         self.start_path = resolve_model_path(run_config.model.name_or_path)
 
     # -- lifecycle --------------------------------------------------------------------------------
@@ -150,13 +157,30 @@ class GRPOTrainerAdapter(Trainer):
                                                 target_modules=lora.target_modules, task_type="CAUSAL_LM"))
 
     def save(self, directory: Path) -> None:
+        """Every rank calls this (sharded weights are gathered collectively); rank 0 writes."""
         import torch
 
+        state_dict = None
+        if self._trl is not None and distributed.world_size() > 1:
+            state_dict = self._trl.accelerator.get_state_dict(self._trl.model)
+        if not distributed.is_main():
+            return
         directory.mkdir(parents=True, exist_ok=True)
-        self.model.save_pretrained(directory / "model", safe_serialization=True)
+        self.model.save_pretrained(directory / "model", safe_serialization=True, state_dict=state_dict)
         self.tokenizer.save_pretrained(directory / "model")
         if self.optimizer is not None:
             torch.save(self.optimizer.state_dict(), directory / "optimizer.pt")
+
+    def weights_digest(self) -> str:
+        import hashlib
+
+        import torch
+
+        digest = hashlib.sha256()
+        for name, param in sorted(self.model.state_dict().items()):
+            digest.update(name.encode())
+            digest.update(param.detach().to("cpu").contiguous().view(torch.uint8).numpy().tobytes())
+        return digest.hexdigest()[:16]
 
     # -- training ---------------------------------------------------------------------------------
     def _use_vllm(self) -> bool:
@@ -166,11 +190,15 @@ class GRPOTrainerAdapter(Trainer):
             return vllm_available()
         return bool(self.config.use_vllm)
 
-    def _trl_args(self, output_dir: Path, num_tasks: int, seed: int):
+    def _trl_args(self, num_tasks: int, seed: int):
         from trl import GRPOConfig as TRLConfig
 
         cfg = self.config
         import torch.distributed as dist
+
+        if self.run_dir is not None and "tensorboard" in cfg.report_to:
+            # transformers 5 reads the TensorBoard directory from the environment only.
+            os.environ.setdefault("TENSORBOARD_LOGGING_DIR", str(self.run_dir / "tensorboard"))
 
         world = dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
         per_device = cfg.prompts_per_step * cfg.num_generations // (cfg.gradient_accumulation_steps * world)
@@ -178,7 +206,7 @@ class GRPOTrainerAdapter(Trainer):
         if steps is None:
             steps = max(1, math.ceil(num_tasks * cfg.epochs_per_round / cfg.prompts_per_step))
         return TRLConfig(
-            output_dir=str(output_dir),
+            output_dir=str(self._scratch),
             learning_rate=cfg.learning_rate,
             lr_scheduler_type="constant",
             weight_decay=cfg.weight_decay,
@@ -229,7 +257,9 @@ class GRPOTrainerAdapter(Trainer):
                 rewards.append(value)
                 scored.append({"reward": value, "valid": float(bool(verdict.get("valid", False))),
                                "tokens": completion.num_tokens})
-            testbed.observe_training_batch(batch)
+            # The reward's length EMA is global: every rank observes every rank's completions.
+            lengths = [n for part in distributed.gather([c.num_tokens for c in batch]) for n in part]
+            testbed.observe_training_batch([Completion(text="", num_tokens=n) for n in lengths])
             return rewards
 
         reward.__name__ = f"{testbed.name}_reward"
@@ -239,11 +269,10 @@ class GRPOTrainerAdapter(Trainer):
                 if log is not None and logs:
                     log({"round": round_index, "step": state.global_step, **logs})
 
-        output_dir = Path(self.run_config.output_dir) / ".trl_scratch"
         trainer = GRPOTrainer(
             model=self.model,
             reward_funcs=[reward],
-            args=self._trl_args(output_dir, len(by_index), seed),
+            args=self._trl_args(len(by_index), seed),
             train_dataset=dataset,
             processing_class=self.tokenizer,
             callbacks=[_Forward()],
@@ -252,8 +281,10 @@ class GRPOTrainerAdapter(Trainer):
         # Progress and metrics go through our reporter and metrics.jsonl, not TRL's printer.
         trainer.remove_callback(PrinterCallback)
         result = trainer.train()
-        # TRL may have wrapped the model; keep the plain module for the next round.
+        # TRL may have wrapped the model; keep the plain module for the next round, and the
+        # trainer itself until ``save`` (gathering sharded weights needs its accelerator).
         self.model = trainer.accelerator.unwrap_model(trainer.model)
+        self._trl = trainer
         n = max(len(scored), 1)
         return {
             "train/steps": float(trainer.state.global_step),
@@ -278,8 +309,11 @@ class GRPOTrainerAdapter(Trainer):
             self._base_policy = TransformersPolicy(model, tokenizer, self.run_config.generation)
         return self._base_policy
 
+    def close(self) -> None:
+        shutil.rmtree(self._scratch, ignore_errors=True)
+
     def _export_for_vllm(self) -> str:
-        path = Path(self.run_config.output_dir) / ".vllm_export"
+        path = self._scratch / "vllm_export"
         self.model.save_pretrained(path, safe_serialization=True)
         self.tokenizer.save_pretrained(path)
         return str(path)
