@@ -10,7 +10,8 @@ Also accepted, because models plausibly write them:
 
 * ``[r,c]`` instead of ``(r,c)``, any separators (``->``, commas, ``;``), ``Agent 1 = ...``,
   ``agent1:``, ``A1:``, ``Robot 1:``; a label line followed by coordinate-only lines;
-* unlabeled lines of coordinates, one per agent in order (only if no line is labeled);
+* unlabeled lines of coordinates, one per agent in order (only if no line is labeled; with
+  ``num_agents`` given and more lines than agents, the last ``num_agents`` lines);
 * JSON: ``[[[r,c],...], ...]``, ``{"agent1": [[r,c],...], ...}``, ``{"paths"|"plan": ...}``;
 * moves from the start, ``Agent 1: R R D W`` or ``RRDW`` or ``right, down, wait`` (U/D/L/R/W,
   up/down/left/right/wait/stay) — only when the starts are given.
@@ -93,6 +94,9 @@ def _parse(text: str, num_agents: int | None, starts: list[Cell] | None) -> Pars
         if r is None:
             r = _parse_lines(seg, starts)
         if r is not None and r.ok:
+            if r.format == "unlabeled" and num_agents and len(r.paths) > num_agents:
+                # unlabeled coordinate lines: the answer is the last num_agents of them
+                r.paths = r.paths[-num_agents:]
             return r
     return ParseResult(False, error="no agent paths found (expected lines like 'Agent 1: (0,0) (0,1)')")
 

@@ -91,6 +91,7 @@ def test_evaluate(tb):
     assert pol.calls == 1
     assert rep.score == 1.0
     assert rep.metrics["valid_rate/3agents"] == 1.0 and rep.metrics["optimal_rate/4agents/5x5"] == 1.0
+    assert rep.metrics["cost_ratio/3agents"] == 1.0 and rep.metrics["mean_tokens"] == 40
     fb = FailureBreakdown.model_validate(rep.breakdown)
     assert set(fb.suites) == {"3agents", "4agents"}
     assert fb.suites["3agents"].n == 8 and len(fb.suites["3agents"].sizes) == 8
