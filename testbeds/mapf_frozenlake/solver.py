@@ -339,6 +339,10 @@ def _min_vertex_cover(edges: set[tuple[int, int]]) -> int:
     return len(verts)
 
 
+class _Switch(Exception):
+    """Raised inside CBS to hand a stalled small instance to the joint search."""
+
+
 class _Restart(Exception):
     """Raised to merge two groups into a meta-agent and restart CBS (merge & restart)."""
 
@@ -863,9 +867,6 @@ def solve(instance: Instance, *, time_budget_s: float = 5.0, node_budget: int = 
         if res is None:
             return done("unsolvable", method="joint")
         return done("solved", res[0], res[1], method="joint")
-
-    class _Switch(Exception):
-        pass
 
     def stall(expanded):
         if expanded >= joint_after and jsize <= joint_limit:
