@@ -81,6 +81,8 @@ def run(
     run_name: Annotated[Optional[str], typer.Option(help="Run directory name.")] = None,
     resume: Annotated[Optional[Path], typer.Option(help="Continue the run in this run dir.")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the resolved config and plan; load nothing.")] = False,
+    accelerate_config: Annotated[Optional[Path], typer.Option(
+        help="With --dry-run: the accelerate config to plan for (processes, ZeRO/FSDP).")] = None,
 ) -> None:
     """Run a curriculum: rounds of train → eval → design."""
     from curriculum.console import RichReporter
@@ -96,7 +98,7 @@ def run(
         cfg = resolve_run_config(config, set_, engineer=engineer, testbed=testbed, trainer=trainer,
                                  rounds=rounds, seed=seed, output_dir=output_dir, run_name=run_name, base=base)
         if dry_run:
-            console.print(describe_plan(cfg))
+            console.print(describe_plan(cfg, accelerate_config), markup=False, highlight=False)
             return
         result = run_loop(cfg, resume=resume, reporter=RichReporter(console))
     except ConfigError as err:

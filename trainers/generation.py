@@ -134,14 +134,16 @@ def _strip_after_eos(ids: list[int], eos: int | None, pad: int | None) -> list[i
 
 
 class VLLMPolicy:
-    """Generation with a vLLM engine loaded from a checkpoint directory."""
+    """Generation with a vLLM engine: TRL's colocated engine (weights already synced), or a
+    fresh one loaded from a checkpoint directory."""
 
-    def __init__(self, model_path: str, config: GenerationConfig) -> None:
-        from vllm import LLM  # optional dependency: the 'gpu' extra
-
+    def __init__(self, config: GenerationConfig, *, model_path: str | None = None, llm: Any = None) -> None:
         self.config = config
-        self.llm = LLM(model=model_path, gpu_memory_utilization=config.vllm_gpu_memory_utilization)
-        self.tokenizer = self.llm.get_tokenizer()
+        if llm is None:
+            from vllm import LLM  # optional dependency: the 'gpu' extra
+
+            llm = LLM(model=model_path, gpu_memory_utilization=config.vllm_gpu_memory_utilization)
+        self.llm = llm
 
     def generate(self, tasks: Sequence[Task], *, max_new_tokens: int | None = None,
                  temperature: float | None = None, seed: int = 0) -> list[Completion]:
@@ -152,3 +154,21 @@ class VLLMPolicy:
                                 temperature=temp, top_p=self.config.top_p if temp > 0 else 1.0, seed=seed)
         outputs = self.llm.chat([t.messages for t in tasks], params, use_tqdm=False)
         return [Completion(text=o.outputs[0].text, num_tokens=len(o.outputs[0].token_ids)) for o in outputs]
+
+
+class VLLMServerPolicy:
+    """Generation through a running ``trl vllm-serve`` server (TRL's ``VLLMClient``)."""
+
+    def __init__(self, client: Any, tokenizer: Any, config: GenerationConfig) -> None:
+        self.client = client
+        self.tokenizer = tokenizer
+        self.config = config
+
+    def generate(self, tasks: Sequence[Task], *, max_new_tokens: int | None = None,
+                 temperature: float | None = None, seed: int = 0) -> list[Completion]:
+        temp = self.config.temperature if temperature is None else temperature
+        result = self.client.chat([t.messages for t in tasks], n=1, temperature=max(temp, 1e-6),
+                                  top_p=self.config.top_p, max_tokens=max_new_tokens or self.config.max_new_tokens,
+                                  logprobs=None)
+        ids = result["completion_ids"]
+        return [Completion(text=self.tokenizer.decode(i, skip_special_tokens=True), num_tokens=len(i)) for i in ids]

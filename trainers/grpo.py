@@ -31,7 +31,7 @@ from curriculum import distributed
 from curriculum.config import PluginConfig
 from testbeds.base import Completion, Policy, Task, Testbed
 from trainers.base import LogFn, Trainer
-from trainers.generation import TransformersPolicy, VLLMPolicy, choose_backend
+from trainers.generation import TransformersPolicy, VLLMPolicy, VLLMServerPolicy, choose_backend
 from trainers.models import load_model, resolve_model_path
 
 
@@ -298,9 +298,18 @@ class GRPOTrainerAdapter(Trainer):
 
     # -- generation -------------------------------------------------------------------------------
     def policy(self) -> Policy:
+        """Eval/engineer generation: reuse TRL's vLLM engine or server when training used one
+        (after pushing the final weights to it), else a vLLM engine or transformers."""
         gen = self.run_config.generation
+        engine = getattr(self._trl, "vllm_generation", None) if self._trl is not None else None
+        if engine is not None and gen.backend != "transformers":
+            engine.sync_weights()  # the engine holds the weights of the last rollout, not the last update
+            if getattr(engine, "llm", None) is not None:
+                return VLLMPolicy(gen, llm=engine.llm)
+            if getattr(engine, "vllm_client", None) is not None:
+                return VLLMServerPolicy(engine.vllm_client, self.tokenizer, gen)
         if choose_backend(gen) == "vllm":
-            return VLLMPolicy(self._export_for_vllm(), gen)
+            return VLLMPolicy(gen, model_path=self._export_for_vllm())
         return TransformersPolicy(self.model, self.tokenizer, gen)
 
     def base_policy(self) -> Policy:
