@@ -147,6 +147,7 @@ class CheckpointEngineer(Engineer):
         self.summary = summary
         diagnostics = {
             "status": status,
+            "summary": summary,
             "engineer_model": self.config.model,
             "context": spec.modules(),
             "training_details": spec.training,

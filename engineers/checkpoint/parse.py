@@ -11,6 +11,8 @@
    ``True/False/None`` to JSON, drops trailing commas, and closes a truncated object (an open
    string is closed, a number or word cut off at the very end is dropped, then a dangling
    ``"key":`` or ``,`` is dropped, and open brackets are closed).
+   Objects are decoded with repeated keys merged when both values are objects (small models
+   often write ``"sizes": {...}`` several times); otherwise the later value wins.
 3. Among candidates that parse to an object, the last one that looks like a proposal (has a
    ``sizes`` key or a size key such as ``"5x5"``) wins; otherwise the last object.
 
@@ -88,14 +90,26 @@ def _summary_line(text: str) -> str | None:
     return matches[-1].strip() if matches else None
 
 
+def _merge_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """Object hook: a repeated key whose values are both objects is merged (later fields win);
+    otherwise the later value wins, as in plain ``json``."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if isinstance(out.get(key), dict) and isinstance(value, dict):
+            out[key] = {**out[key], **value}
+        else:
+            out[key] = value
+    return out
+
+
 def _load(candidate: str) -> tuple[Any, str, list[str], str | None]:
     try:
-        return json.loads(candidate), "json", [], None
+        return json.loads(candidate, object_pairs_hook=_merge_pairs), "json", [], None
     except (ValueError, RecursionError):
         pass
     fixed, repairs = repair(candidate)
     try:
-        return json.loads(fixed), "repaired", repairs, None
+        return json.loads(fixed, object_pairs_hook=_merge_pairs), "repaired", repairs, None
     except (ValueError, RecursionError) as err:
         return None, "none", repairs, f"JSON could not be repaired: {err}"
 

@@ -23,6 +23,7 @@ cold start, the Optuna engineer and the prompts all read one source of truth:
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from typing import Any
@@ -179,8 +180,21 @@ def _number(value: Any) -> float | None:
     return x if math.isfinite(x) else None
 
 
+def _decode_text(raw: str) -> Any:
+    """A JSON object embedded in text (an engineer's reply), else the text itself."""
+    i, j = raw.find("{"), raw.rfind("}")
+    if 0 <= i < j:
+        try:
+            return json.loads(raw[i:j + 1])
+        except (ValueError, RecursionError):
+            pass
+    return raw
+
+
 def _extract_sizes(raw: Any) -> dict[str, Any] | None:
     """Find the per-size mapping in a raw proposal, or ``None`` if there is none."""
+    if isinstance(raw, str):
+        raw = _decode_text(raw)
     if not isinstance(raw, dict):
         return None
     inner = raw.get("sizes") if "sizes" in raw else None
@@ -206,7 +220,7 @@ def project(raw: Any, previous: GeneratorConfig) -> tuple[GeneratorConfig, list[
     """Force ``raw`` (any JSON value) into the legal space. Never raises.
 
     Rules, in order: find the per-size mapping (``{"sizes": {...}}``, or a top-level mapping of
-    sizes, keys ``"5x5"``/``"5"``/``5``); a missing size or field, or a non-numeric value, takes
+    sizes, keys ``"5x5"``/``"5"``/``5``; a string is searched for an embedded JSON object); a missing size or field, or a non-numeric value, takes
     the previous value; every value is clipped into ``BOUNDS``; data ratios are renormalised to
     sum to 1 (all zero → the previous data ratios). Unusable output (not a dict, no size found)
     → the previous config and a single ``Change`` at path ``""`` saying so.

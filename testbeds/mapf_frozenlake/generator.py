@@ -293,9 +293,11 @@ def generate(config: GeneratorConfig, n: int, *, agents: int, seed: int,
 
 
 def _map(jobs: list[_Job], workers: int) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    if workers <= 1 or len(jobs) < 2:
-        return _run_chunk(jobs)
     import multiprocessing as mp
+
+    if workers <= 1 or len(jobs) < 2 or mp.current_process().daemon:
+        # (daemonic processes, e.g. pool workers, may not start children)
+        return _run_chunk(jobs)
     # Interleaved chunks balance cheap and expensive sizes; results are put back in job order.
     nchunks = workers * 8
     chunks = [jobs[i::nchunks] for i in range(nchunks)]

@@ -106,3 +106,9 @@ def test_any_truncation_gives_a_prefix_of_the_config(config, cut):
         assert size in config["sizes"]
         for field, value in params.items():
             assert config["sizes"][size][field] == value
+
+
+def test_repeated_sizes_objects_are_merged():
+    text = '{"sizes": {"3x3": {"data_ratio": 0.2}}, "sizes": {"4x4": {"data_ratio": 0.8}}, "x": 1, "x": 2}'
+    p = parse_answer(text)
+    assert p.proposal == {"sizes": {"3x3": {"data_ratio": 0.2}, "4x4": {"data_ratio": 0.8}}, "x": 2}

@@ -77,7 +77,7 @@ def test_project_all_zero_keeps_previous_data_ratios():
 
 
 @pytest.mark.parametrize("raw", [None, 3, "use more holes", [1, 2], {}, {"foo": 1}, True])
-def test_project_unusable(raw):
+def test_project_unusable(raw):  # noqa: D103
     prev = uniform_config()
     cfg, ch = project(raw, prev)
     assert cfg == prev
@@ -109,7 +109,8 @@ def _num(x):
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.one_of(json_values, proposals.map(lambda d: {"sizes": d}), proposals),
+@given(st.one_of(json_values, proposals.map(lambda d: {"sizes": d}), proposals,
+                 proposals.map(lambda d: "Here is my config: " + json.dumps({"sizes": d}) + " ok")),
        st.integers(0, 10**6))
 def test_project_fuzz(raw, seed):
     prev = random_config(np.random.default_rng(seed))
@@ -119,6 +120,8 @@ def test_project_fuzz(raw, seed):
         assert cfg == prev
         return
     # the changes are exactly the fields whose applied value differs from the proposal
+    if isinstance(raw, str):
+        raw = json.loads(raw[raw.find("{"):raw.rfind("}") + 1])
     sizes = raw["sizes"] if isinstance(raw, dict) and "sizes" in raw else raw
     by_path = {c.path: c for c in changes}
     assert len(by_path) == len(changes)
@@ -133,3 +136,11 @@ def test_project_fuzz(raw, seed):
             assert (path in by_path) == differs, (path, proposed, applied)
             if path in by_path:
                 assert by_path[path].applied == applied
+
+
+def test_project_reads_json_embedded_in_text():
+    prev = uniform_config(0.1, 0.1)
+    cfg, ch = project('I propose {"sizes": {"4x4": {"hole_ratio": 0.35}}} because...', prev)
+    assert cfg.sizes["4x4"].hole_ratio == 0.35
+    cfg, ch = project("no json {here", prev)
+    assert cfg == prev and ch[0].path == ""

@@ -236,6 +236,9 @@ class StopEnv:
     config = bare_pool.config
     assert time.monotonic() - started < config.call_deadline_s + config.supervisor_grace_s + 1
     assert not env.worker.alive
+    deadline = time.monotonic() + 2  # SIGKILLed processes still need to be scheduled to die
+    while any(alive(pid) for pid in processes) and time.monotonic() < deadline:
+        time.sleep(0.02)
     assert not [pid for pid in processes if alive(pid)]
     with bare_pool.load(GOOD) as env:
         assert env.reset(1).obs == "flip"
