@@ -234,7 +234,7 @@ class StopEnv:
     outcome = env.close()  # the zygote is stopped: the close request goes unanswered
     assert "worker killed" in outcome["detail"]
     config = bare_pool.config
-    assert time.monotonic() - started < config.call_deadline_s + config.supervisor_grace_s + 1
+    assert time.monotonic() - started < config.call_deadline_s + config.supervisor_grace_s + 3
     assert not env.worker.alive
     deadline = time.monotonic() + 2  # SIGKILLed processes still need to be scheduled to die
     while any(alive(pid) for pid in processes) and time.monotonic() < deadline:
