@@ -70,7 +70,7 @@ def run():
 def run():
     hoard = []
     while True:
-        hoard.append(bytearray(4 << 20))''', "memory_limit"),
+        hoard.append(bytes(4 << 20))  # calloc'd: grows the address space without touching it''', "memory_limit"),
     Attack("fork_bomb", "raw_pool", '''
 import os
 def run():
@@ -195,7 +195,7 @@ def run():
     Attack("flood_stdout", "raw_pool", '''
 import os, sys
 def run():
-    for _ in range(200000):
+    for _ in range(50000):
         print("x" * 100)
     for _ in range(50):
         os.write(1, b"y" * (1 << 20))
@@ -361,7 +361,7 @@ def run():
 
 
 def test_output_is_capped(raw_pool):
-    body = "def run():\n    for _ in range(100000):\n        print('x' * 100)\n    return 'done'"
+    body = "def run():\n    for _ in range(20000):\n        print('x' * 100)\n    return 'done'"
     with raw_pool.load(WRAPPER.format(body=body)) as env:
         result = env.reset(0)
     assert result.obs == "done"
