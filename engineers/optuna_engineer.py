@@ -261,8 +261,13 @@ class OptunaEngineer(Engineer):
                                    sampler=make_sampler(self.config, seed))
 
     def on_run_start(self, testbed: Testbed, initial_proposal: BaseModel) -> None:
+        from optuna.trial import TrialState
+
         self._space = SearchSpace.of(initial_proposal, self.config.simplex)
-        self._study(0)  # create the study file now, so a dashboard can open it from round 0
+        study = self._study(0)  # create the study file now, so a dashboard can open it from round 0
+        for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+            if ROUND_ATTR not in t.user_attrs:  # asked by a run that died before keying it
+                study.tell(t.number, state=TrialState.FAIL)
 
     @staticmethod
     def _trial_for(study: Any, round_index: int) -> Any:
@@ -294,15 +299,19 @@ class OptunaEngineer(Engineer):
 
     # -- the engineer -------------------------------------------------------------------------
     def design(self, ctx: DesignContext) -> Design:
+        from optuna.trial import TrialState
+
         if self._space is None:
             self._space = SearchSpace.of(ctx.proposal, self.config.simplex)
         space = self._space
         study = self._study(int(ctx.rng.integers(0, 2**31 - 1)))
         r = ctx.round
         self._scores.update({h.round: h.eval.score for h in ctx.history})
-        if self._trial_for(study, r) is None:  # round 0: the starting config becomes trial 0
+        given = self._trial_for(study, r)
+        if given is None:  # round 0: the starting config becomes trial 0
             study.enqueue_trial(space.to_params(ctx.proposal.model_dump(mode="json")),
                                 user_attrs={ROUND_ATTR: r, "origin": "given"})
+        if given is None or given.state == TrialState.WAITING:  # (enqueued by a dead attempt)
             study.ask(space.distributions())
         told = self._tell(study, r)
 
