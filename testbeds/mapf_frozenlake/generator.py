@@ -228,13 +228,15 @@ def _run_chunk(jobs: list[_Job]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
 
 
 def generate(config: GeneratorConfig, n: int, *, agents: int, seed: int,
-             workers: int | None = None, time_budget_s: float = 1.0, node_budget: int = 5_000,
+             workers: int | None = None, time_budget_s: float = 30.0, node_budget: int = 5_000,
              wait_ratio_override: float | None | str = "config",
              hole_ratio_override: float | None = None, counts: list[int] | None = None
              ) -> GenerationResult:
     """Generate ``n`` instances from ``config`` with ``agents`` agents (see module docstring).
 
-    ``workers=None`` uses up to 2 processes when ``n ≥ PARALLEL_MIN``. The eval suites call
+    ``workers=None`` uses up to 2 processes when ``n ≥ PARALLEL_MIN``. Draws are rejected on
+    the solver's *node* budget, which is deterministic; ``time_budget_s`` is only a safety net
+    (a draw cut by the clock depends on machine load and would break reproducibility). The eval suites call
     this with ``wait_ratio_override=None`` (no wait request: natural mix) and a fixed
     ``hole_ratio_override``, and with explicit per-size ``counts``.
     """

@@ -11,7 +11,8 @@ and cost == optimum), failure counts per check (a response can fail several chec
 responses count only as ``parsable`` failures), mean response length in tokens, and mean plan
 cost / optimal cost over valid responses (the path-length measure of SPEC §1.4).
 
-Draws that the solver cannot decide within the suite's budget (5 s, 20,000 nodes) are rejected
+Draws that the solver cannot decide within the suite's node budget (5,000 CBS nodes; the clock
+is only a 60 s safety net, so suites are reproducible) are rejected
 and redrawn like unsolvable ones, so suites lean very slightly towards instances CBS finds
 tractable; this matters only for 5 agents on 3x3/4x4 maps.
 """
@@ -31,7 +32,7 @@ from testbeds.mapf_frozenlake.generator import generate
 from testbeds.mapf_frozenlake.instance import Instance
 from testbeds.mapf_frozenlake.validate import CHECKS, Verdict
 
-SUITE_VERSION = 1
+SUITE_VERSION = 2
 """Bump when the generator's output for given parameters changes (invalidates caches)."""
 
 
@@ -62,7 +63,7 @@ def build_suite(agents: int, per_size: int, seed: int, hole_ratio: float = 0.2, 
             pass  # corrupt cache: regenerate
     res = generate(uniform_config(hole_ratio, 0.0), per_size * len(SIZES), agents=agents,
                    seed=seed, workers=workers, wait_ratio_override=None,
-                   counts=[per_size] * len(SIZES), time_budget_s=5.0, node_budget=20_000)
+                   counts=[per_size] * len(SIZES), time_budget_s=60.0, node_budget=5_000)
     order = {s: i for i, s in enumerate(SIZES)}
     insts = sorted(res.instances, key=lambda x: (order[x.size], x.id or ""))
     for inst in insts:

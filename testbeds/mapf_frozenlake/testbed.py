@@ -53,11 +53,12 @@ class MAPFTestbedConfig(BaseModel):
     """Examples kept in ``EvalReport.samples`` (half valid, half failing when possible)."""
     initial_proposal: Literal["random"] | GeneratorConfig = "random"
     """Round-0 config: ``"random"`` (the paper's cold start) or an explicit ``GeneratorConfig``."""
-    solver_time_budget_s: float = Field(1.0, gt=0)
-    """Per-instance solver time budget when generating training data (over-budget draws are
-    rejected and redrawn)."""
+    solver_time_budget_s: float = Field(30.0, gt=0)
+    """Per-draw solver wall-clock safety net when generating training data. Keep it generous:
+    draws cut by the clock depend on machine load, which would make ``sample`` irreproducible."""
     solver_node_budget: int = Field(5000, ge=1)
-    """Per-instance CBS node budget when generating training data."""
+    """Per-draw CBS node budget when generating training data (the joint search gets 20x as
+    many states); over-budget draws are rejected and redrawn, deterministically."""
     short_threshold: int = Field(1500, ge=1)
     """Responses of at most this many tokens are 'short' (zero length penalty)."""
     max_tokens: int = Field(4096, ge=2)
@@ -133,6 +134,15 @@ class MAPFTestbed(Testbed):
                                          self.config.max_tokens),
                     weights=list(self.reward.weights), num_tokens=completion.num_tokens)
         return r, info
+
+    def reference_answer(self, task: Task) -> str | None:
+        """The stored optimal plan in the canonical format (used by the SFT warm start)."""
+        plan = task.data.get("optimal_plan")
+        if not plan:
+            return None
+        from testbeds.mapf_frozenlake.parse import format_plan
+
+        return format_plan([[tuple(c) for c in path] for path in plan])
 
     def observe_training_batch(self, completions: Sequence[Completion]) -> None:
         self.reward.update([c.num_tokens for c in completions])
