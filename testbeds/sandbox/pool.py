@@ -255,6 +255,14 @@ class EnvHandle:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
+    def __del__(self) -> None:
+        """A handle dropped without ``close`` still gives its worker back."""
+        if not getattr(self, "closed", True):
+            try:
+                self.close()
+            except Exception:  # noqa: BLE001 - never raise from a finaliser
+                pass
+
     def reset(self, seed: int | None = None) -> ResetResult:
         """Call ``env.reset(seed=seed)``; the answer must be ``(obs: str, info: dict)``."""
         reply = self._call({"op": "reset", "seed": seed})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import threading
 import time
@@ -200,6 +201,14 @@ def test_concurrent_instances_from_threads(pool):
     for thread in threads:
         thread.join()
     assert errors == [] and len(results) == 40
+
+
+def test_dropped_handles_give_their_workers_back(pool):
+    for _ in range(2):
+        handles = [pool.load(GOOD, timeout=10) for _ in pool.workers]  # every worker taken
+        assert handles[0].reset(1).obs == "flip"
+        del handles  # never closed: the finaliser closes them
+        gc.collect()
 
 
 def test_prelude_base_class_is_visible():
