@@ -32,8 +32,12 @@ from dataclasses import dataclass, field
 Cell = tuple[int, int]
 
 _COORD = re.compile(r"[\(\[]\s*(-?\d{1,4})\s*,\s*(-?\d{1,4})\s*[\)\]]")
-_LABEL = re.compile(r"^\W{0,6}(?:agent|robot|a)\s*[#_]?\s*(\d{1,2})\s*(?:[:=]|-(?!>)|\)|\.(?!\d))",
-                    re.IGNORECASE)
+_LABEL = re.compile(
+    r"^\W{0,6}(?:agent|robot|a)\s*[#_]?\s*(\d{1,2})"
+    # "Agent 1:", "Agent 1 =", "Agent 1 -", "A1)", "Agent 1.", or a few words first:
+    # "Agent 1 path:", "**Agent 1**:", "Agent 1's moves:"
+    r"(?:\s*(?:[:=]|-(?!>)|\)|\.(?!\d))|\b[^:=\n(\[\d]{0,24}[:=])",
+    re.IGNORECASE)
 _FENCE = re.compile(r"```[a-zA-Z]*\n?(.*?)```", re.DOTALL)
 _FINAL = re.compile(r"(final\s+(?:answer|plan|paths?|solution)|answer\s*:|solution\s*:|plan\s*:)",
                     re.IGNORECASE)

@@ -45,6 +45,8 @@ EXPECTED = [[(0, 0), (0, 1), (1, 1)], [(2, 1), (2, 1), (1, 1)]]
     "Agent 1: R D\nAgent 2: W U",
     "Agent 1: right down\nAgent 2: wait up",
     "Agent 0: (0,0) (0,1) (1,1)\nAgent 1: (2,1) (2,1) (1,1)",
+    "**Agent 1** path: (0,0) (0,1) (1,1)\n**Agent 2** path: (2,1) (2,1) (1,1)",
+    "- Agent 1's moves: (0,0) -> (0,1) -> (1,1)\n- Agent 2's moves: (2,1) -> (2,1) -> (1,1)",
     "<think>Maybe Agent 1: (5,5) (5,6)? no.</think>\nAgent 1: (0,0) (0,1) (1,1)\nAgent 2: (2,1) (2,1) (1,1)",
     "Draft:\nAgent 1: (9,9)\nAgent 2: (9,8)\nFinal answer:\nAgent 1: (0,0) (0,1) (1,1)\nAgent 2: (2,1) (2,1) (1,1)",
 ])
@@ -175,3 +177,12 @@ def test_validate_never_raises_on_json(obj):
     inst = pool(2)[1]
     validate(inst, json.dumps(obj))
     validate(inst, obj if isinstance(obj, list) else [obj])
+
+
+def test_echoed_prompt_then_answer():
+    from testbeds.mapf_frozenlake.prompts import render_user
+
+    for inst in pool(3)[:10]:
+        text = render_user(inst) + "\n\nSure.\n" + format_plan(inst.optimal_plan)
+        v = validate(inst, text)
+        assert v.valid and v.optimal, v.reasons
