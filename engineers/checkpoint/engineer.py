@@ -23,6 +23,7 @@ counts of designs and of designs with a usable config.
 from __future__ import annotations
 
 import re
+import time
 from typing import Any
 
 import numpy as np
@@ -116,6 +117,7 @@ class CheckpointEngineer(Engineer):
         parsed: ParsedAnswer | None = None
         decoding = "free text + lenient parsing"
         status: str
+        started = time.perf_counter()
         try:
             policy = self.engineer_policy(ctx)
             for attempt in range(self.config.attempts):
@@ -153,6 +155,7 @@ class CheckpointEngineer(Engineer):
             "training_details": spec.training,
             "decoding": decoding,
             "attempts": len(outputs),
+            "generation_seconds": round(time.perf_counter() - started, 2),
             "usable_output": usable,
             "usable_so_far": f"{self.usable}/{self.designs}",
             "parse": ({"method": parsed.method, "repairs": parsed.repairs, "candidates": parsed.candidates,
