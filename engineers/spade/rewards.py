@@ -1,0 +1,177 @@
+"""SPADE rewards and stabilisers as pure functions (SPEC §2.1–2.2).
+
+Every formula the co-training step uses lives here, free of models, sandboxes and state, so
+each one is tested against the paper's worked numbers.
+
+Designer reward for one environment e with privileged hint h, from G agent episodes without
+the hint and G with it (returns R, win indicators W):
+
+    regret(e)       = max(0, mean(R | h) - mean(R))                           (floored at 0)
+    regret_term(e)  = clip(regret(e) / s, 0, 1)                    s = regret_scale = 0.15
+    anchor(w)       = 1                                  if lo <= w <= hi        [lo, hi] = [0.4, 0.6]
+                    = max(0, 1 - (lo - w) / ramp)        if w < lo               ramp = 0.25
+                    = max(0, 1 - (w - hi) / ramp)        if w > hi
+    blend(e)        = 0.4 * regret_term(e) + 0.6 * anchor(win_rate(e))
+    reward(e)       = blend(e) - mean_{e' same skill in the batch} blend(e')  (mean-centred, no std)
+
+Worked numbers: mean return 0.65 with the hint and 0.30 without → regret 0.35 (regret term 1);
+anchor(0.15) = 0, anchor(0.275) = 0.5, anchor(0.4..0.6) = 1, anchor(0.85) = 0.
+
+A design rejected at admission gets the configured penalty for its reason instead of the blend
+(it is centred with its skill's other designs like any other reward).
+
+Learning potential (the ablation that replaces regret): per environment, exponential moving
+averages of the agent's mean return R_t at each play,
+
+    fast_t = fast_{t-1} + a_fast (R_t - fast_{t-1}),   slow_t = slow_{t-1} + a_slow (R_t - slow_{t-1})
+    LP_t   = |fast_t - slow_t|
+
+with both EMAs starting at 0 (our choice: a new environment's first play already shows how far
+it moved the agent from "knows nothing"; the paper does not state the initial value).
+
+Per-role advantages (stabiliser 1): samples of each role are normalised on their own,
+
+    c_i = r_i - mean_{j in group(i)} r_j                 (GRPO group baseline)
+    A_i = c_i / (std_{j in role(i)} c_j + eps)           (std over the role's batch; optional)
+
+Agent groups are (environment, hint condition); the designer's group is its skill, so its
+c_i is exactly the per-skill centred reward above.
+
+Truncated importance sampling (stabiliser 2): a designer sample generated k steps before it is
+trained carries its behaviour log-probs; the per-token weight is
+
+    w_t = min(exp(logp_now_t - logp_behaviour_t), cap)
+
+and multiplies the token's policy-gradient term (as an advantage factor A_i * w_t, which is
+the same thing for w_t >= 0 under PPO's min(ratio*A, clip(ratio)*A)).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Sequence
+
+import numpy as np
+
+REGRET_SCALE = 0.15
+"""Regret that earns the full regret term (public code: clip(regret / 0.15, 0, 1))."""
+REGRET_WEIGHT = 0.4
+"""Weight of the regret term in the blend."""
+ANCHOR_WEIGHT = 0.6
+"""Weight of the difficulty anchor in the blend."""
+ANCHOR_LOW, ANCHOR_HIGH, ANCHOR_RAMP = 0.4, 0.6, 0.25
+"""Trapezoid: 1 on [0.4, 0.6], linear to 0 over 0.25 on each side."""
+
+
+def mean(values: Sequence[float]) -> float:
+    """Arithmetic mean; 0.0 for an empty sequence (no plays gives no signal)."""
+    return float(sum(values) / len(values)) if len(values) else 0.0
+
+
+def regret(returns_with_hint: Sequence[float], returns_without_hint: Sequence[float]) -> float:
+    """max(0, mean(R | h) - mean(R))."""
+    return max(0.0, mean(returns_with_hint) - mean(returns_without_hint))
+
+
+def raw_regret(returns_with_hint: Sequence[float], returns_without_hint: Sequence[float]) -> float:
+    """mean(R | h) - mean(R), unfloored (logged: at small scale it stays negative for long)."""
+    return mean(returns_with_hint) - mean(returns_without_hint)
+
+
+def regret_term(regret_value: float, scale: float = REGRET_SCALE) -> float:
+    """clip(regret / scale, 0, 1)."""
+    if scale <= 0:
+        raise ValueError("scale must be positive")
+    return float(min(1.0, max(0.0, regret_value / scale)))
+
+
+def anchor(win_rate: float, low: float = ANCHOR_LOW, high: float = ANCHOR_HIGH,
+           ramp: float = ANCHOR_RAMP) -> float:
+    """Trapezoid on the agent's win rate: 1 on [low, high], linear to 0 over ``ramp`` outside."""
+    if not low <= high or ramp <= 0:
+        raise ValueError("need low <= high and ramp > 0")
+    if win_rate < low:
+        return float(max(0.0, 1.0 - (low - win_rate) / ramp))
+    if win_rate > high:
+        return float(max(0.0, 1.0 - (win_rate - high) / ramp))
+    return 1.0
+
+
+def blend(regret_part: float, anchor_part: float, regret_weight: float = REGRET_WEIGHT,
+          anchor_weight: float = ANCHOR_WEIGHT) -> float:
+    """regret_weight * regret_term + anchor_weight * anchor."""
+    return float(regret_weight * regret_part + anchor_weight * anchor_part)
+
+
+def designer_reward(returns_with_hint: Sequence[float], returns_without_hint: Sequence[float],
+                    win_rate: float, *, scale: float = REGRET_SCALE, regret_weight: float = REGRET_WEIGHT,
+                    anchor_weight: float = ANCHOR_WEIGHT, low: float = ANCHOR_LOW,
+                    high: float = ANCHOR_HIGH, ramp: float = ANCHOR_RAMP) -> dict[str, float]:
+    """The uncentred designer reward of one admitted environment and its parts."""
+    r = regret(returns_with_hint, returns_without_hint)
+    term = regret_term(r, scale)
+    a = anchor(win_rate, low, high, ramp)
+    return {"regret": r, "raw_regret": raw_regret(returns_with_hint, returns_without_hint),
+            "regret_term": term, "anchor": a, "reward": blend(term, a, regret_weight, anchor_weight)}
+
+
+def center_by_group(values: Sequence[float], groups: Sequence[Hashable]) -> list[float]:
+    """values_i - mean of the values sharing groups_i (per-skill centring; no std division)."""
+    if len(values) != len(groups):
+        raise ValueError("values and groups differ in length")
+    sums: dict[Hashable, list[float]] = {}
+    for v, g in zip(values, groups, strict=True):
+        sums.setdefault(g, []).append(float(v))
+    means = {g: mean(vs) for g, vs in sums.items()}
+    return [float(v) - means[g] for v, g in zip(values, groups, strict=True)]
+
+
+def ema_update(previous: float, value: float, alpha: float) -> float:
+    """previous + alpha * (value - previous)."""
+    if not 0.0 < alpha <= 1.0:
+        raise ValueError("alpha must be in (0, 1]")
+    return float(previous + alpha * (value - previous))
+
+
+def learning_potential(fast: float, slow: float) -> float:
+    """|fast - slow|: how fast the agent's return on the environment is still moving."""
+    return float(abs(fast - slow))
+
+
+def role_advantages(rewards: Sequence[float], groups: Sequence[Hashable], roles: Sequence[str], *,
+                    scale_by_role_std: bool = True, eps: float = 1e-4) -> list[float]:
+    """Group-centred rewards, each divided by the std of its own role's centred rewards.
+
+    ``groups`` are compared within a role only (the same key in two roles is two groups).
+    """
+    if not len(rewards) == len(groups) == len(roles):
+        raise ValueError("rewards, groups and roles differ in length")
+    centred = center_by_group(rewards, [(role, g) for role, g in zip(roles, groups, strict=True)])
+    if not scale_by_role_std:
+        return centred
+    out = list(centred)
+    for role in set(roles):
+        idx = [i for i, r in enumerate(roles) if r == role]
+        std = float(np.std([centred[i] for i in idx])) if len(idx) > 1 else 0.0
+        for i in idx:
+            out[i] = centred[i] / (std + eps)
+    return out
+
+
+def truncated_is_weights(logp_now: np.ndarray, logp_behaviour: np.ndarray, cap: float,
+                         mask: np.ndarray | None = None) -> np.ndarray:
+    """Per-token min(exp(logp_now - logp_behaviour), cap); masked-out tokens get weight 1."""
+    if cap <= 0:
+        raise ValueError("cap must be positive")
+    now = np.asarray(logp_now, dtype=np.float64)
+    old = np.asarray(logp_behaviour, dtype=np.float64)
+    # Clamp the exponent so a very stale sample cannot overflow before truncation.
+    weights = np.minimum(np.exp(np.minimum(now - old, math.log(cap) + 1.0)), cap)
+    if mask is not None:
+        weights = np.where(np.asarray(mask, dtype=bool), weights, 1.0)
+    return weights
+
+
+def win_rate(wins: Sequence[bool]) -> float:
+    """Share of won episodes (0.0 when there are none)."""
+    return mean([1.0 if w else 0.0 for w in wins])
