@@ -23,7 +23,8 @@ suites, weighted by instance count (``context.valid_rates_by_size``).
   strong, good, well, high) or difficulty (hard, difficult, struggle, fail, weak, poor, low, bad)
   is checked against F: a mastery claim contradicts when the size's valid rate is < 50%, a
   difficulty claim when it is ≥ 80%. A negation (not, no, n't, never) within the three words
-  before the keyword flips the claim. Reports claims, contradictions and ``contradicts``.
+  before the keyword flips the claim. Reports claims and contradictions as (size, claim[,
+  valid_rate]) and ``contradicts``.
 """
 
 from __future__ import annotations
@@ -150,7 +151,8 @@ def summary_consistency(summary: str | None, breakdown: Mapping[str, Any]) -> di
         return {"checked": False, "reason": "no summary", "claims": [], "contradictions": [],
                 "contradicts": False}
     valid = valid_rates_by_size(breakdown)
-    claims = summary_claims(summary)
+    # Sentences (model text) stay out of the record; the summary itself is stored next to it.
+    claims = [{"size": c["size"], "claim": c["claim"]} for c in summary_claims(summary)]
     contradictions = []
     for c in claims:
         rate = valid.get(c["size"])

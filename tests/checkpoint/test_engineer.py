@@ -176,3 +176,23 @@ def test_any_model_output_yields_a_legal_config(text):
     projected, _ = ctx.testbed.project(design.raw, ctx.proposal)
     _legal(projected)
     json.dumps(design.notes)
+
+
+def test_diagnostics_survive_the_rich_round_summary():
+    from rich.console import Console
+
+    from curriculum.console import RichReporter
+    from curriculum.records import DesignRecord
+
+    text = answer(config_json([0.125] * 8), summary="[/INST] 3x3 is [/] easy [bold]")
+    c = make_ctx(ScriptedPolicy([text]))
+    design = CheckpointEngineer(CheckpointEngineerConfig()).design(c)
+    projected, changes = c.testbed.project(design.raw, c.proposal)
+    r = report(0, c.proposal.model_dump(mode="json"))
+    r.design = DesignRecord(engineer="checkpoint", design=design, projected=projected.model_dump(mode="json"),
+                            changes=changes, diagnostics=design.notes["diagnostics"])
+    import io
+
+    console = Console(file=io.StringIO(), width=300, color_system=None)
+    RichReporter(console).round_end(r)
+    assert "[/INST] 3x3 is [/] easy [bold]" in console.file.getvalue()
