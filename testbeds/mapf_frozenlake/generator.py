@@ -243,6 +243,11 @@ def generate(config: GeneratorConfig, n: int, *, agents: int, seed: int,
     t0 = time.perf_counter()
     if counts is None:
         counts = largest_remainder([config.sizes[s].data_ratio for s in SIZES], n)
+    too_small = [s for s, c in zip(SIZES, counts) if c and size_side(s) ** 2 < agents + 1]
+    if agents < 1 or too_small:
+        # k agents with distinct starts and goals (goal != own start) need k + 1 cells
+        raise ValueError(f"{agents} agents do not fit on {', '.join(too_small) or 'any map'}: "
+                         f"need at least {agents + 1} cells")
     jobs: list[_Job] = []
     for si, s in enumerate(SIZES):
         p = config.sizes[s]

@@ -80,3 +80,26 @@ def test_infeasible_request_terminates_with_warning():
     res = generate(GeneratorConfig(sizes=sizes), 3, agents=5, seed=0, workers=1)
     assert len(res.instances) == 3 and all(len(i.holes) <= 3 for i in res.instances)
     assert res.report["3x3"].warnings
+
+
+def test_too_many_agents_is_a_clear_error():
+    with pytest.raises(ValueError, match="do not fit"):
+        generate(uniform_config(), 8, agents=9, seed=0, workers=1)
+
+
+@pytest.mark.slow
+def test_solver_never_exhausts_its_budget_on_random_10x10_five_agents():
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from benchmarks.mapf import random_instance
+    from testbeds.mapf_frozenlake.solver import solve
+
+    rng = np.random.default_rng(2024)
+    for _ in range(150):
+        inst = random_instance(rng, 10, 5, float(rng.uniform(0.15, 0.25)))
+        r = solve(inst, time_budget_s=60, node_budget=20_000)
+        assert r.status in ("solved", "unsolvable")
+        if r.status == "solved":
+            assert validate(inst, r.plan).valid
