@@ -50,8 +50,11 @@ class SandboxConfig(BaseModel):
     """Address-space limit (RLIMIT_AS) of each environment instance, in MiB."""
     instance_cpu_s: int = Field(default=60, ge=1)
     """CPU-time limit (RLIMIT_CPU) of one environment instance over its whole life, in seconds."""
-    max_processes: int = Field(default=32, ge=4)
-    """Processes and threads the sandbox user may have (RLIMIT_NPROC, per worker namespace)."""
+    max_processes: int = Field(default=8, ge=4)
+    """Processes and threads the sandbox user may have (RLIMIT_NPROC, counted per worker user
+    namespace, including bwrap's init, the zygote and the instance). With ``memory_mb`` it
+    bounds what one worker can take: at most ``memory_mb * max_processes`` of address space.
+    Without bubblewrap (degraded mode) the count is host-wide for ``sandbox_uid``."""
     max_open_files: int = Field(default=64, ge=16)
     """Open file descriptors per process (RLIMIT_NOFILE)."""
     max_file_mb: int = Field(default=8, ge=1)

@@ -261,7 +261,9 @@ def test_config_forbids_unknown_fields():
 
 
 def test_missing_layer_refuses_unless_degraded_allowed():
-    config = SandboxConfig(workers=1, bwrap_path="/nonexistent/bwrap")
+    # without a user namespace RLIMIT_NPROC counts every process of the sandbox uid on the host,
+    # including the other test pools' workers
+    config = SandboxConfig(workers=1, bwrap_path="/nonexistent/bwrap", max_processes=256)
     failure = failure_of(lambda: SandboxPool(config).start())
     assert failure.kind == "sandbox_unavailable" and "bubblewrap" in failure.detail
     with SandboxPool(config.model_copy(update={"allow_degraded": True})) as pool:

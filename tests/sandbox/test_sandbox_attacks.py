@@ -254,7 +254,7 @@ def run():
             t.start()
             threads.append(t)
     except BaseException as exc:
-        return [len(threads), type(exc).__name__]''', check=lambda obs, secret: first_int(obs) < 32),
+        return [len(threads), type(exc).__name__]''', check=lambda obs, secret: first_int(obs) < 8),
     Attack("deep_recursion", "pool", "def run():\n    return run() + 1", "exception"),
     Attack("deep_recursion_c_stack", "raw_pool", '''
 import sys
