@@ -86,11 +86,32 @@ def _segments(text: str) -> list[str]:
     return segs
 
 
+# The canonical answer and nothing else: parsed by two regex passes (a trained policy's usual
+# output, so this fast path carries most of the validation throughput).
+_CANON_TEXT = re.compile(r"\s*(?:Agent \d{1,2}: ?(?:\(\d{1,3},\d{1,3}\) ?)+\s*)+")
+_CANON_LINE = re.compile(r"Agent (\d{1,2}): ?((?:\(\d{1,3},\d{1,3}\) ?)+)")
+_CANON_CELL = re.compile(r"\((\d{1,3}),(\d{1,3})\)")
+
+
+def _parse_canonical(text: str) -> ParseResult | None:
+    if not _CANON_TEXT.fullmatch(text):
+        return None
+    labeled = {}
+    for lab, cells in _CANON_LINE.findall(text):
+        labeled[int(lab)] = [(int(a), int(b)) for a, b in _CANON_CELL.findall(cells)]
+    labs = sorted(labeled)
+    return ParseResult(True, [labeled[k] for k in labs], "lines")
+
+
 def _parse(text: str, num_agents: int | None, starts: list[Cell] | None) -> ParseResult:
     if not isinstance(text, str):
         return ParseResult(False, error="response is not a string")
     if len(text) > _MAX_LEN:
         text = text[-_MAX_LEN:]
+    if len(text) < 4000:
+        fast = _parse_canonical(text)
+        if fast is not None:
+            return fast
     if not text.strip():
         return ParseResult(False, error="empty response")
     for seg in _segments(text):

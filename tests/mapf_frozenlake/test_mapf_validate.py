@@ -186,3 +186,25 @@ def test_echoed_prompt_then_answer():
         text = render_user(inst) + "\n\nSure.\n" + format_plan(inst.optimal_plan)
         v = validate(inst, text)
         assert v.valid and v.optimal, v.reasons
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 12),
+                          st.lists(st.tuples(st.integers(0, 120), st.integers(0, 120)),
+                                   min_size=1, max_size=6)), min_size=1, max_size=5),
+       st.sampled_from([" ", "", "  "]), st.sampled_from(["\n", "\n\n", " \n"]))
+def test_canonical_fast_path_agrees_with_general_parser(lines, sep, nl):
+    from testbeds.mapf_frozenlake import parse as P
+
+    text = nl.join(f"Agent {lab}: " + sep.join(f"({r},{c})" for r, c in cells)
+                   for lab, cells in lines)
+    fast = P._parse_canonical(text)
+    if fast is None:   # the fast path only takes exact single-space canonical text
+        assert sep == "  "
+        return
+    slow = None
+    for seg in P._segments(text):
+        slow = P._parse_json(seg, None) or P._parse_lines(seg, None)
+        if slow is not None and slow.ok:
+            break
+    assert slow is not None and fast.paths == slow.paths
