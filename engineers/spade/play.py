@@ -8,8 +8,9 @@ reset seed s_i (paired episodes: the hint is the only difference). An episode:
     messages      = [system: setting instruction, user: obs_0 (+ "Hint: h" when hinted)]
     for turn t = 1..max_turns:
         text_t   = agent(messages)                    # one batched generation over all live episodes
-        action_t = last \\boxed{...} of text_t  (games)  |  text_t as is (tool use: JSON tool call or
-                   final answer, parsed by the environment's tool base class)
+        action_t = text_t as is (games read the last \\boxed{...} themselves; tool-use environments
+                   parse the JSON tool call or final answer in ``ToolEnv``); optionally only the
+                   boxed content for games (``games_action = "boxed"``)
         obs_t, r_t, terminated, truncated, info_t = env.step(action_t)
         stop when terminated or truncated, at max_turns, or when the episode's tokens would pass
         max_episode_tokens; otherwise obs_t becomes the next user turn
@@ -74,8 +75,10 @@ class PlayConfig(BaseModel):
     """System message for game environments."""
     tools_instruction: str = TOOLS_INSTRUCTION
     """System message for tool-use environments (the tool schemas from ``reset``'s info follow it)."""
-    games_action: Literal["boxed", "raw"] = "boxed"
-    """Game action sent to ``step``: the last ``\\boxed{}`` content (raw text when there is none), or raw."""
+    games_action: Literal["raw", "boxed"] = "raw"
+    """Game action sent to ``step``: the agent's whole turn (``raw``; the designer contract has
+    games read the last ``\\boxed{}`` themselves, as admission sends ``\\boxed{answer}``), or only the
+    last ``\\boxed{}`` content (``boxed``; the whole text when there is none)."""
 
 
 @dataclass(frozen=True)
@@ -184,7 +187,7 @@ def first_messages(env: PlayEnv, obs: str, info: dict[str, Any], hinted: bool,
     if env.setting == "tools":
         system = config.tools_instruction
         tools = info.get("tools")
-        if tools:
+        if tools and all(isinstance(t, dict) for t in tools):  # full schemas (ToolEnv puts them in obs)
             import json
 
             system += "\nTools:\n" + json.dumps(tools, sort_keys=True)

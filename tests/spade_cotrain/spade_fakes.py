@@ -12,6 +12,7 @@ from engineers.spade.play import Generated
 # A number-guessing game: the target is in the observation only with a hint.
 GUESS_ENV = '''
 import random
+import re
 
 class GuessEnv:
     def reset(self, seed=None):
@@ -22,7 +23,8 @@ class GuessEnv:
 
     def step(self, action):
         self.turns += 1
-        ok = str(action).strip() == str(self.target)
+        found = re.findall(r"boxed\\{([^}]*)\\}", str(action))
+        ok = bool(found) and found[-1].strip() == str(self.target)
         if ok:
             return "correct", 1.0, True, False, {"won": True}
         if self.turns >= 2:
@@ -41,7 +43,7 @@ class EasyEnv:
         return f"Say yes. ({seed % 5})", {}
 
     def step(self, action):
-        won = str(action).strip() == "yes"
+        won = "{yes}" in str(action)
         return "done", 1.0 if won else 0.0, True, False, {"won": won}
 
     def solution(self):

@@ -11,8 +11,9 @@ def test_extract_boxed():
     assert extract_boxed("so \\boxed{4} or \\boxed{ {a, b} }") == "{a, b}"
     assert extract_boxed("no answer") is None
     assert extract_boxed("\\boxed{unclosed") is None
-    cfg = PlayConfig()
+    cfg = PlayConfig(games_action="boxed")
     assert action_from_text("I say \\boxed{7}", "games", cfg) == "7"
+    assert action_from_text("I say \\boxed{7}", "games", PlayConfig()) == "I say \\boxed{7}"
     assert action_from_text('{"name": "ls"}', "tools", cfg) == '{"name": "ls"}'
 
 
