@@ -99,6 +99,8 @@ def test_evaluate(tb):
     assert rep2.score == pytest.approx(0.5)
     assert FailureBreakdown.model_validate(rep2.breakdown).suites["3agents"].failures["parsable"] == 4
     assert rep2.samples and any(not s["verdict"]["valid"] for s in rep2.samples)
+    table = FailureBreakdown.model_validate(rep2.breakdown).table()
+    assert "3agents: valid 50.0%" in table and "parsable" in table
     # suites are cached on disk and identical when rebuilt
     again = MAPFTestbed(tb.config, seed=1)
     assert [i.to_json() for i in again.eval_instances()] == [i.to_json() for i in tb.eval_instances()]
@@ -139,5 +141,9 @@ def test_cli(tmp_path):
     a, b = [json.loads(x) for x in res.output.splitlines()]
     assert a["valid"] and a["optimal"] and a["reward"] == pytest.approx(0.5)
     assert "error" in b
+    res = runner.invoke(app, ["generate", "--n", "5", "--agents", "3", "--seed", "1"])
+    assert res.exit_code == 0, res.output
+    lines = [json.loads(x) for x in res.output.splitlines() if x.startswith('{"id"')]
+    assert len(lines) == 5 and all(len(x["starts"]) == 3 and "optimal_plan" in x for x in lines)
     for cmd in ("solve", "validate", "generate"):
         assert "Example" in runner.invoke(app, [cmd, "--help"]).output
