@@ -78,6 +78,10 @@ class GenerationResult:
     def warnings(self) -> list[str]:
         return [f"{s}: {w}" for s, r in self.report.items() for w in r.warnings]
 
+    def report_dict(self) -> dict[str, Any]:
+        """JSON-able per-size report (requested vs achieved), for logs and engineers."""
+        return {s: r.to_dict() for s, r in self.report.items()}
+
 
 def largest_remainder(shares: list[float], n: int) -> list[int]:
     """Integer counts summing to ``n`` proportional to ``shares`` (ties: earlier entry first)."""

@@ -82,6 +82,8 @@ class MAPFTestbed(Testbed):
                                      max_tokens=self.config.max_tokens,
                                      decay=self.config.ema_decay)
         self._suites: list[Instance] | None = None
+        self.last_generation_report: dict[str, Any] = {}
+        """Per-size requested vs achieved ratios of the latest ``sample`` call."""
 
     # -- proposal space -----------------------------------------------------------------------
     def initial_proposal(self, rng: np.random.Generator) -> GeneratorConfig:
@@ -110,6 +112,7 @@ class MAPFTestbed(Testbed):
 
     def sample(self, proposal: BaseModel, n: int, seed: int) -> list[Task]:
         res = self.generate(proposal, n, seed)  # type: ignore[arg-type]
+        self.last_generation_report = res.report_dict()
         return [self.task_of(inst) for inst in res.instances]
 
     @staticmethod

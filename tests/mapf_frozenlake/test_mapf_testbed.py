@@ -60,6 +60,9 @@ def test_sample_deterministic_and_features(tb):
     b = tb.sample(p, 30, seed=5)
     assert [t.model_dump() for t in a] == [t.model_dump() for t in b]
     assert len({t.id for t in a}) == 30
+    rep = json.loads(json.dumps(tb.last_generation_report))
+    assert sum(r["n"] for r in rep.values()) == 30 and set(rep["5x5"]) >= {
+        "hole_ratio_requested", "hole_ratio_achieved", "wait_ratio_requested", "wait_ratio_achieved"}
     for t in a:
         f = t.features
         assert set(f) == {"size", "agents", "hole_ratio", "needs_wait", "optimal_cost"}
