@@ -1,0 +1,316 @@
+"""The designer: one design round = prompts → generations → parsed candidates → admission →
+memory → diversity.
+
+``Designer.propose(round, n, seed, rng)`` builds ``n`` design calls. Call ``k`` (counted over the
+whole run) asks for skill ``skills[k % len(skills)]``, reads the next corpus document
+(``Corpus.sample``; none under ``corpus: none``), and, when the memory is on and holds seeds,
+mutates one with probability ``mutate_probability`` (chosen uniformly among the top
+``seeds_in_prompt`` by regret; the candidate's ``parent`` is its hash). Too-easy and too-hard
+entries are listed as negatives. All calls go to the policy in one ``generate`` batch; each
+output is parsed into a ``DesignCandidate``.
+
+``Designer.admit_all(candidates)`` runs ``admission.admit`` on each in the sandbox pool,
+flags near duplicates (embedding cosine ≥ threshold against this round's earlier admitted
+designs and the newest ``memory_window`` active memory entries; rejected with ``near_duplicate``
+only when configured), records every design in the memory, and returns a ``RoundSummary``:
+admitted hashes, rejection counts per reason, Vendi score / n of the admitted environments, the
+documents read.
+
+``Pool`` is the environment pool the next round trains on: the active admitted entries of the
+memory, oldest first.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from engineers.spade.admission import AdmissionResult, admit, program_hash
+from engineers.spade.config import MemoryConfig, RejectReason, SpadeEngineerConfig
+from engineers.spade.corpus import Corpus
+from engineers.spade.diversity import (Embedder, environment_text, near_duplicates, vendi_per_n,
+                                       vendi_score)
+from engineers.spade.memory import Memory, MemoryEntry
+from engineers.spade.parse import DesignParseError, parse_design
+from engineers.spade.prompts import PromptEnv, design_messages
+from testbeds.base import Policy, Task
+from testbeds.sandbox import SandboxPool
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class DesignCandidate:
+    """One design call and what came of it."""
+
+    round: int
+    """Round the design is for."""
+    call: int
+    """Index of the design call over the whole run."""
+    setting: str
+    """``games`` or ``tools``."""
+    skill: str
+    """Skill the prompt asked for."""
+    messages: list[dict[str, str]]
+    """The prompt."""
+    output: str
+    """The model's raw output."""
+    num_tokens: int
+    """Tokens in the output."""
+    corpus_doc_id: str | None
+    """Grounding document (None under ``corpus: none``)."""
+    parent: str | None
+    """Hash of the remembered environment the prompt asked to mutate."""
+    program: str | None = None
+    """Parsed program (None if parsing failed)."""
+    hint: str | None = None
+    """Parsed hint."""
+    parse_reason: RejectReason | None = None
+    """Why parsing failed."""
+    parse_detail: str = ""
+    """Parser message."""
+    admission: AdmissionResult | None = None
+    """Set by ``Designer.admit_all``."""
+    near_duplicate_of: str | None = None
+    """Hash of an environment this one nearly duplicates."""
+
+    @property
+    def hash(self) -> str:
+        """Program hash, or a hash of the raw output when no program was parsed."""
+        return program_hash(self.program if self.program is not None else "#raw\n" + self.output)
+
+    @property
+    def prompt_text(self) -> str:
+        return "\n\n".join(f"[{m['role']}]\n{m['content']}" for m in self.messages)
+
+
+class RoundSummary(BaseModel):
+    """What one design round produced."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    round: int
+    """Round the designs are for."""
+    designs: int
+    """Design calls made."""
+    admitted: list[str]
+    """Hashes of admitted environments."""
+    rejections: dict[str, int]
+    """Rejected designs per reason."""
+    rejected: list[dict[str, str]] = Field(default_factory=list)
+    """One ``{hash, reason, detail}`` per rejected design."""
+    vendi_per_n: float | None
+    """Vendi score / n over this round's admitted environments (None when fewer than one)."""
+    vendi: float | None
+    """Vendi score of the same set."""
+    embedding: str | None
+    """Embedder used for the diversity numbers."""
+    near_duplicates: dict[str, str] = Field(default_factory=dict)
+    """Flagged repeats: hash → hash of the environment it repeats."""
+    corpus_docs: list[str | None] = Field(default_factory=list)
+    """Document read by each design call."""
+    parents: list[str | None] = Field(default_factory=list)
+    """Mutated seed of each design call."""
+    seconds: dict[str, float] = Field(default_factory=dict)
+    """Wall time of generation, admission and diversity."""
+
+
+class PoolEntry(BaseModel):
+    """An environment in the training pool."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    hash: str
+    """Program hash."""
+    setting: str
+    """``games`` or ``tools``."""
+    skill: str
+    """Skill tag."""
+    hint: str
+    """Privileged hint."""
+    program: str
+    """Program source."""
+
+
+@dataclass
+class Pool:
+    """The environment pool the next round trains on."""
+
+    entries: list[PoolEntry] = field(default_factory=list)
+
+    @classmethod
+    def from_memory(cls, memory: Memory) -> Pool:
+        """Active admitted environments of the memory, oldest first."""
+        return cls([PoolEntry(hash=e.hash, setting=e.setting, skill=e.skill, hint=e.hint or "",
+                              program=e.program or "") for e in memory.entries(active_only=True)])
+
+    def to_json(self) -> dict[str, Any]:
+        return {"environments": [e.model_dump() for e in self.entries]}
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+
+def _prompt_env(entry: MemoryEntry, note: str) -> PromptEnv:
+    return PromptEnv(entry.hash, entry.skill, entry.hint or "", entry.program or "", note)
+
+
+def memory_context(memory: Memory | None, config: MemoryConfig | None) -> tuple[list[MemoryEntry], list[PromptEnv]]:
+    """Seeds (entries) and negatives (prompt entries) the memory offers a design call."""
+    if memory is None or config is None:
+        return [], []
+    seeds = memory.seeds(config.seeds_in_prompt, config.seed_min_regret)
+    negatives = [_prompt_env(e, f"too easy: solved {e.win_rate_without:.0%} without hint")
+                 for e in memory.too_easy(config.negatives_in_prompt, config.too_easy_win_rate)]
+    seen = {n.hash for n in negatives}
+    negatives += [_prompt_env(e, f"too hard: solved {e.win_rate_with_hint:.0%} even with hint")
+                  for e in memory.too_hard(config.negatives_in_prompt, config.too_hard_win_rate)
+                  if e.hash not in seen]
+    return seeds, negatives
+
+
+class Designer:
+    """Writes, admits and remembers environments (see module docstring)."""
+
+    def __init__(self, config: SpadeEngineerConfig, *, corpus: Corpus | None, memory: Memory,
+                 sandbox: SandboxPool, embedder: Embedder | None = None, calls: int = 0) -> None:
+        self.config = config
+        self.corpus = corpus
+        self.memory = memory
+        self.sandbox = sandbox
+        self.embedder = embedder
+        self.calls = calls
+        """Design calls made so far in the run (drives the skill cycle)."""
+
+    @property
+    def memory_config(self) -> MemoryConfig | None:
+        return self.config.memory if isinstance(self.config.memory, MemoryConfig) else None
+
+    def requests(self, round: int, n: int, rng: np.random.Generator) -> list[dict[str, Any]]:
+        """The ``n`` design calls of a round: skill, document, seed to mutate, messages."""
+        skills = self.config.skill_list()
+        seeds, negatives = memory_context(self.memory, self.memory_config)
+        out = []
+        for _ in range(n):
+            skill = skills[self.calls % len(skills)]
+            doc = self.corpus.sample() if self.corpus is not None else None
+            parent = None
+            mcfg = self.memory_config
+            if seeds and mcfg is not None and rng.random() < mcfg.mutate_probability:
+                parent = seeds[int(rng.integers(len(seeds)))]
+            messages = design_messages(
+                self.config.setting, skill, doc.text if doc else None,
+                seed=_prompt_env(parent, f"regret {parent.regret:.2f}") if parent else None,
+                negatives=negatives,
+                max_seed_chars=mcfg.max_seed_chars if mcfg else 3000)
+            out.append({"call": self.calls, "skill": skill, "doc_id": doc.id if doc else None,
+                        "parent": parent.hash if parent else None, "messages": messages})
+            self.calls += 1
+        return out
+
+    def propose(self, policy: Policy, round: int, n: int, rng: np.random.Generator, *,
+                seed: int, max_new_tokens: int) -> list[DesignCandidate]:
+        """Generate ``n`` designs with ``policy`` in one batch and parse them."""
+        requests = self.requests(round, n, rng)
+        tasks = [Task(id=f"spade-design-r{round}-c{r['call']}", messages=r["messages"]) for r in requests]
+        completions = policy.generate(tasks, max_new_tokens=max_new_tokens,
+                                      temperature=self.config.temperature, seed=seed)
+        return [self.candidate(round, r, c.text, c.num_tokens) for r, c in zip(requests, completions)]
+
+    def candidate(self, round: int, request: dict[str, Any], output: str, num_tokens: int) -> DesignCandidate:
+        """Parse one output into a candidate."""
+        cand = DesignCandidate(round=round, call=request["call"], setting=self.config.setting,
+                               skill=request["skill"], messages=request["messages"], output=output,
+                               num_tokens=num_tokens, corpus_doc_id=request["doc_id"],
+                               parent=request["parent"])
+        try:
+            parsed = parse_design(output)
+        except DesignParseError as exc:
+            cand.parse_reason, cand.parse_detail = exc.reason, str(exc)
+            cand.program = _program_or_none(output)
+        else:
+            cand.program, cand.hint = parsed.program, parsed.hint
+        return cand
+
+    def admit_all(self, candidates: Sequence[DesignCandidate], round: int,
+                  generation_seconds: float = 0.0) -> RoundSummary:
+        """Admit, flag near duplicates, remember, and measure diversity (module docstring)."""
+        t0 = time.monotonic()
+        for cand in candidates:
+            cand.admission = admit(cand, self.sandbox, self.config.admission)
+        t1 = time.monotonic()
+        admitted = [c for c in candidates if c.admission and c.admission.admitted]
+        vendi = per_n = None
+        embedder_name = None
+        if admitted:
+            embedder = self.embedder
+            assert embedder is not None
+            embedder_name = embedder.name
+            recent = self.memory.entries(active_only=True)[-self.config.diversity.memory_window:] \
+                if self.config.diversity.memory_window else []
+            recent = [e for e in recent if e.hash not in {c.hash for c in admitted}]
+            texts = [environment_text(c.hint, _first_obs(c), c.program) for c in admitted]
+            old_texts = [environment_text(e.hint, e.extra.get("first_observation"), e.program) for e in recent]
+            matrix = embedder.embed(texts + old_texts)
+            new, old = matrix[:len(texts)], matrix[len(texts):]
+            vendi, per_n = vendi_score(new), vendi_per_n(new)
+            for cand, dup in zip(admitted, near_duplicates(new, old, self.config.diversity.near_duplicate_threshold)):
+                if dup is not None:
+                    cand.near_duplicate_of = admitted[dup[1]].hash if dup[0] == "new" else recent[dup[1]].hash
+            if self.config.diversity.reject_near_duplicates:
+                for cand in admitted:
+                    if cand.near_duplicate_of and cand.admission is not None:
+                        cand.admission = cand.admission.model_copy(update={
+                            "admitted": False, "reason": RejectReason.near_duplicate,
+                            "detail": f"near duplicate of {cand.near_duplicate_of}",
+                            "penalty": self.config.admission.penalties[RejectReason.near_duplicate]})
+        t2 = time.monotonic()
+        for cand in candidates:
+            self.remember(cand)
+        rejected = [c for c in candidates if not (c.admission and c.admission.admitted)]
+        summary = RoundSummary(
+            round=round, designs=len(candidates),
+            admitted=[c.hash for c in candidates if c.admission and c.admission.admitted],
+            rejections=dict(Counter(c.admission.reason.value for c in rejected
+                                    if c.admission and c.admission.reason)),
+            rejected=[{"hash": c.hash, "reason": c.admission.reason.value if c.admission and c.admission.reason else "",
+                       "detail": (c.admission.detail if c.admission else "")[:300]} for c in rejected],
+            vendi_per_n=per_n, vendi=vendi, embedding=embedder_name,
+            near_duplicates={c.hash: c.near_duplicate_of for c in candidates if c.near_duplicate_of},
+            corpus_docs=[c.corpus_doc_id for c in candidates], parents=[c.parent for c in candidates],
+            seconds={"generation": generation_seconds, "admission": t1 - t0, "diversity": t2 - t1})
+        log.info("spade round %d: %d/%d admitted, rejections %s, vendi/n %s", round,
+                 len(summary.admitted), len(candidates), summary.rejections, per_n)
+        return summary
+
+    def remember(self, cand: DesignCandidate) -> MemoryEntry:
+        """Record a candidate and its verdict in the memory."""
+        adm = cand.admission
+        return self.memory.record(
+            hash=cand.hash, round=cand.round, setting=cand.setting, skill=cand.skill, hint=cand.hint,
+            program=cand.program, admitted=bool(adm and adm.admitted),
+            reason=adm.reason.value if adm and adm.reason else None,
+            detail=adm.detail if adm else None, parent=cand.parent, corpus_doc_id=cand.corpus_doc_id,
+            near_duplicate_of=cand.near_duplicate_of,
+            extra={"first_observation": _first_obs(cand), "call": cand.call,
+                   "num_tokens": cand.num_tokens, "output": cand.output[:20000],
+                   "admission_seconds": adm.seconds if adm else None,
+                   "checks_passed": adm.checks_passed if adm else []})
+
+
+def _first_obs(cand: DesignCandidate) -> str | None:
+    obs = cand.admission.first_observations if cand.admission else []
+    return obs[0] if obs else None
+
+
+def _program_or_none(output: str) -> str | None:
+    from engineers.spade.parse import find_program
+
+    return find_program(output)

@@ -1,0 +1,146 @@
+"""The ``spade`` engineer: each round, the policy designs environments that are admitted in the
+sandbox, remembered and measured for diversity; the proposal is the resulting environment pool.
+
+``design(ctx)`` makes ``designs_per_round`` design calls (``Designer.propose``) with the policy
+(``designer: policy``) or the frozen base model (``designer: base``), admits them
+(``Designer.admit_all``), appends the round's ``RoundSummary`` to
+``<run_dir>/spade_rounds.jsonl``, and returns ``Design(raw={"environments": [...]})`` — the active
+admitted environments of the memory — with the summary under ``notes["spade"]`` and
+``notes["diagnostics"]`` (admitted count, rejections per reason, Vendi score / n).
+
+State saved per round: the corpus seed and cursor and the design-call counter (the memory is its own
+SQLite file in the run directory). The sandbox pool is started on first use and closed by
+``close``. Rewards, agent play and co-training are part 2 (issue 8).
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from curriculum.records import Design
+from engineers.base import DesignContext, Engineer
+from engineers.spade.config import MemoryConfig, SpadeEngineerConfig
+from engineers.spade.corpus import Corpus, build_corpus
+from engineers.spade.designer import Designer, DesignCandidate, Pool, RoundSummary
+from engineers.spade.diversity import get_embedder
+from engineers.spade.memory import Memory
+from testbeds.base import Policy
+from testbeds.sandbox import SandboxPool
+from testbeds.synthetic import prelude_source
+
+DEFAULT_MAX_NEW_TOKENS = 2048
+"""Design budget when neither the config nor the policy's generation config sets one."""
+
+ROUNDS_LOG = "spade_rounds.jsonl"
+"""Per-round summaries in the run directory."""
+
+
+def sandbox_config(config: SpadeEngineerConfig):
+    """The configured sandbox with the synthetic-environment prelude (``ToolEnv``...) added."""
+    prelude = prelude_source()
+    extra = config.sandbox.prelude_source
+    return config.sandbox.model_copy(update={"prelude_source": prelude + ("\n" + extra if extra else "")})
+
+
+class SpadeEngineer(Engineer):
+    """SPADE's environment designer (part 1)."""
+
+    name = "spade"
+
+    def __init__(self, config: SpadeEngineerConfig, *, run_dir: str | None = None) -> None:
+        super().__init__(config, run_dir=run_dir)
+        self.config: SpadeEngineerConfig = config
+        if run_dir is None:
+            self._tmp = tempfile.TemporaryDirectory(prefix="spade-")
+            run_dir = self._tmp.name
+        self.dir = Path(run_dir)
+        capacity = config.memory.capacity if isinstance(config.memory, MemoryConfig) else 200
+        self.memory = Memory.in_run_dir(self.dir, capacity)
+        self._corpus: Corpus | None = None
+        self._corpus_cursor = 0
+        self._corpus_seed: int | None = None
+        self._calls = 0
+        self._sandbox: SandboxPool | None = None
+        self._designer: Designer | None = None
+        self.last_candidates: list[DesignCandidate] = []
+        self.summaries: list[RoundSummary] = []
+
+    # -- parts, built on first use --------------------------------------------------------------
+    def designer(self, seed: int) -> Designer:
+        if self._designer is None:
+            if self._corpus_seed is None:
+                self._corpus_seed = seed
+            self._corpus = build_corpus(self.config.corpus, self.config.setting, self._corpus_seed,
+                                        self._corpus_cursor)
+            self._sandbox = SandboxPool(sandbox_config(self.config))
+            self._sandbox.start()
+            self._designer = Designer(self.config, corpus=self._corpus, memory=self.memory,
+                                      sandbox=self._sandbox, embedder=get_embedder(self.config.diversity.embedding),
+                                      calls=self._calls)
+        return self._designer
+
+    def _policy(self, ctx: DesignContext) -> Policy:
+        if self.config.designer == "base":
+            if ctx.base_policy is None:
+                raise ValueError("engineer.designer=base needs the trainer's base_policy, which is missing")
+            return ctx.base_policy()
+        if ctx.policy is None:
+            raise ValueError("the spade engineer needs the policy in its DesignContext")
+        return ctx.policy
+
+    # -- the engineer interface -----------------------------------------------------------------
+    def design(self, ctx: DesignContext) -> Design:
+        round_index = ctx.round + 1
+        seed = int(ctx.rng.integers(2**31))
+        designer = self.designer(seed)
+        policy = self._policy(ctx)
+        max_new = (self.config.max_new_tokens
+                   or getattr(getattr(policy, "config", None), "engineer_max_new_tokens", None)
+                   or DEFAULT_MAX_NEW_TOKENS)
+        start = time.monotonic()
+        candidates = designer.propose(policy, round_index, self.config.designs_per_round, ctx.rng,
+                                      seed=seed, max_new_tokens=max_new)
+        summary = designer.admit_all(candidates, round_index, generation_seconds=time.monotonic() - start)
+        self.last_candidates = candidates
+        self.summaries.append(summary)
+        with (self.dir / ROUNDS_LOG).open("a") as handle:
+            handle.write(json.dumps(summary.model_dump(mode="json")) + "\n")
+        pool = Pool.from_memory(self.memory)
+        first = candidates[0] if candidates else None
+        return Design(
+            raw=pool.to_json(),
+            prompt=first.prompt_text if first else None,
+            output=first.output if first else None,
+            notes={"spade": summary.model_dump(mode="json"),
+                   "pool_size": len(pool),
+                   "corpus": self._corpus.info.__dict__ if self._corpus else None,
+                   "diagnostics": {"admitted": len(summary.admitted), "designs": summary.designs,
+                                   "rejections": summary.rejections,
+                                   "vendi_per_n": summary.vendi_per_n}})
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"corpus_seed": self._corpus_seed,
+                "corpus_cursor": self._corpus.cursor if self._corpus else self._corpus_cursor,
+                "calls": self._designer.calls if self._designer else self._calls}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self._corpus_cursor = int(state.get("corpus_cursor", 0))
+        self._corpus_seed = state.get("corpus_seed")
+        self._calls = int(state.get("calls", 0))
+        if self._corpus is not None:
+            self._corpus.cursor = self._corpus_cursor
+        if self._designer is not None:
+            self._designer.calls = self._calls
+
+    def close(self) -> None:
+        if self._sandbox is not None:
+            self._sandbox.close()
+            self._sandbox = None
+            self._designer = None
+        self.memory.close()
+        if getattr(self, "_tmp", None) is not None:
+            self._tmp.cleanup()
