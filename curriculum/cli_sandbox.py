@@ -12,7 +12,7 @@ app = typer.Typer(help="Run model-written environment programs in the sandbox.",
                   no_args_is_help=True)
 
 
-@app.command("try", epilog="Example: curriculum sandbox try my_env.py --action 3 --action "\\boxed{7}"")
+@app.command("try", epilog="Example: curriculum sandbox try my_env.py --action 3 --action '\\boxed{7}'")
 def try_command(
     file: Annotated[Path, typer.Argument(exists=True, dir_okay=False,
                                          help="Environment program (.py).")],
