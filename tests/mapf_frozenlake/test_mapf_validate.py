@@ -2,9 +2,8 @@
 
 import json
 
-import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from testbeds.mapf_frozenlake.config import uniform_config
