@@ -18,7 +18,8 @@
 
 The answer's ``summary`` comes from the object's ``summary`` string, else from a prose line
 starting with ``Summary:``; ``reasoning`` is the object's ``reasoning`` string, else the text
-before the chosen object. ``proposal`` is the object without ``summary``/``reasoning``.
+before the chosen object. ``proposal`` is the object without ``summary``/``reasoning``, with
+size-keyed objects found next to ``sizes`` folded into it (``gather_sizes``).
 """
 
 from __future__ import annotations
@@ -75,7 +76,7 @@ def parse_answer(text: str) -> ParsedAnswer:
     start, obj, method, repairs = (looks or parsed)[-1]
     summary = obj.get("summary") if isinstance(obj.get("summary"), str) else _summary_line(text)
     reasoning = obj.get("reasoning") if isinstance(obj.get("reasoning"), str) else text[:start].strip()
-    proposal = {k: v for k, v in obj.items() if k not in ("summary", "reasoning")}
+    proposal = gather_sizes({k: v for k, v in obj.items() if k not in ("summary", "reasoning")})
     return ParsedAnswer(proposal=proposal, summary=summary.strip() if summary else None,
                         reasoning=reasoning, method=method, candidates=len(spans), repairs=repairs)
 
@@ -83,6 +84,19 @@ def parse_answer(text: str) -> ParsedAnswer:
 def looks_like_proposal(obj: dict[str, Any]) -> bool:
     """Has a ``sizes`` key or at least one size-like key (``"5x5"``, ``"5"``, ``"size_5"``)."""
     return "sizes" in obj or any(isinstance(k, str) and _SIZE_KEY.match(k) for k in obj)
+
+
+def gather_sizes(obj: dict[str, Any]) -> dict[str, Any]:
+    """Fold size-keyed objects written next to ``"sizes"`` (after the model closed it too early)
+    into ``"sizes"``; entries already inside ``"sizes"`` win. Other objects are returned as is."""
+    sizes = obj.get("sizes")
+    if not isinstance(sizes, dict):
+        return obj
+    stray = {k: v for k, v in obj.items() if k != "sizes" and isinstance(v, dict) and _SIZE_KEY.match(k)}
+    if not stray:
+        return obj
+    rest = {k: v for k, v in obj.items() if k not in stray}
+    return {**rest, "sizes": {**stray, **sizes}}
 
 
 def _summary_line(text: str) -> str | None:

@@ -112,3 +112,11 @@ def test_repeated_sizes_objects_are_merged():
     text = '{"sizes": {"3x3": {"data_ratio": 0.2}}, "sizes": {"4x4": {"data_ratio": 0.8}}, "x": 1, "x": 2}'
     p = parse_answer(text)
     assert p.proposal == {"sizes": {"3x3": {"data_ratio": 0.2}, "4x4": {"data_ratio": 0.8}}, "x": 2}
+
+
+def test_size_objects_next_to_sizes_are_gathered_into_it():
+    text = ('{"summary": "s", "sizes": {"3x3": {"data_ratio": 0.2}, "data_ratio": 0.1}, '
+            '"6x6": {"data_ratio": 0.5}, "3x3": {"data_ratio": 0.9}, "note": {"a": 1}}')
+    p = parse_answer(text)
+    assert p.proposal == {"note": {"a": 1}, "sizes": {"6x6": {"data_ratio": 0.5}, "3x3": {"data_ratio": 0.2},
+                                                     "data_ratio": 0.1}}
