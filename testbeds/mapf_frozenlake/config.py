@@ -220,9 +220,11 @@ def project(raw: Any, previous: GeneratorConfig) -> tuple[GeneratorConfig, list[
     """Force ``raw`` (any JSON value) into the legal space. Never raises.
 
     Rules, in order: find the per-size mapping (``{"sizes": {...}}``, or a top-level mapping of
-    sizes, keys ``"5x5"``/``"5"``/``5``; a string is searched for an embedded JSON object); a missing size or field, or a non-numeric value, takes
-    the previous value; every value is clipped into ``BOUNDS``; data ratios are renormalised to
-    sum to 1 (all zero → the previous data ratios). Unusable output (not a dict, no size found)
+    sizes, keys ``"5x5"``/``"5"``/``5``; a string is searched for an embedded JSON object); a
+    missing size or field, or a non-numeric value (numeric strings and ``"25%"`` are numbers),
+    takes the previous value; hole and wait ratios are clipped into ``BOUNDS``; negative data
+    ratios become 0 and the data ratios are then renormalised to sum to 1, which keeps their
+    proportions (so percentages like 25/25/50 work); all zero → the previous data ratios. Unusable output (not a dict, no size found)
     → the previous config and a single ``Change`` at path ``""`` saying so.
 
     The returned changes are exactly the fields whose applied value differs from what was
@@ -278,7 +280,13 @@ def _project(raw: Any, previous: GeneratorConfig) -> tuple[GeneratorConfig, list
                 reasons[(s, f)] = "not a number; kept previous value"
                 continue
             lo, hi = BOUNDS[f]
-            if x < lo or x > hi:
+            if f == "data_ratio":
+                # Shares only matter relative to each other: clip negatives, and let the
+                # renormalisation below scale large values (e.g. percentages) proportionally.
+                if x < lo:
+                    reasons[(s, f)] = f"clipped to {lo}"
+                    x = lo
+            elif x < lo or x > hi:
                 reasons[(s, f)] = f"clipped into [{lo}, {hi}]"
                 x = min(hi, max(lo, x))
             values[(s, f)] = x

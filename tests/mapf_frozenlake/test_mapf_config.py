@@ -144,3 +144,20 @@ def test_project_reads_json_embedded_in_text():
     assert cfg.sizes["4x4"].hole_ratio == 0.35
     cfg, ch = project("no json {here", prev)
     assert cfg == prev and ch[0].path == ""
+
+
+def test_project_data_ratio_percentages_keep_proportions():
+    prev = uniform_config()
+    raw = {"sizes": {s: {"data_ratio": 0} for s in SIZES}}
+    raw["sizes"]["3x3"]["data_ratio"] = 25
+    raw["sizes"]["5x5"]["data_ratio"] = "25"
+    raw["sizes"]["7x7"]["data_ratio"] = 50
+    raw["sizes"]["9x9"]["data_ratio"] = -3
+    cfg, ch = project(raw, prev)
+    assert cfg.sizes["3x3"].data_ratio == pytest.approx(0.25)
+    assert cfg.sizes["5x5"].data_ratio == pytest.approx(0.25)
+    assert cfg.sizes["7x7"].data_ratio == pytest.approx(0.5)
+    assert cfg.sizes["9x9"].data_ratio == 0.0
+    assert {c.path for c in ch if c.path.endswith("data_ratio")} == {
+        "sizes.3x3.data_ratio", "sizes.5x5.data_ratio", "sizes.7x7.data_ratio",
+        "sizes.9x9.data_ratio"}
