@@ -37,7 +37,7 @@ import numpy as np
 
 from engineers.spade.config import CorpusConfig, CorpusSource
 
-BUILTIN_VERSION = 1
+BUILTIN_VERSION = 2
 """Bumped when the extraction changes, so stale caches are rebuilt."""
 
 TOOL_MODULES = (
@@ -168,7 +168,7 @@ def documented_objects(module: object, prefix: str, min_chars: int) -> Iterator[
     docstring has at least ``min_chars`` characters, as ``name(signature)\\n\\ndocstring``."""
     name = getattr(module, "__name__", prefix)
     doc = getattr(module, "__doc__", None)
-    if isinstance(doc, str) and len(doc.strip()) >= min_chars:
+    if isinstance(doc, str) and len(_clean(doc)) >= min_chars:
         yield Document(f"{prefix}:{name}", f"Module {name}\n\n{_clean(doc)}")
     public = getattr(module, "__all__", None) or [n for n in dir(module) if not n.startswith("_")]
     for attr in sorted(set(public)):
@@ -183,14 +183,14 @@ def documented_objects(module: object, prefix: str, min_chars: int) -> Iterator[
         if not owner.startswith(name.split(".")[0]):
             continue  # re-exported from elsewhere
         text = getattr(obj, "__doc__", None)
-        if isinstance(text, str) and len(text.strip()) >= min_chars:
+        if isinstance(text, str) and len(_clean(text)) >= min_chars:
             yield Document(f"{prefix}:{name}.{attr}", f"{name}.{attr}{_signature(obj)}\n\n{_clean(text)}")
         if inspect.isclass(obj):
             for meth_name, meth in sorted(vars(obj).items()):
                 if meth_name.startswith("_") or not callable(meth):
                     continue
                 mdoc = getattr(meth, "__doc__", None)
-                if isinstance(mdoc, str) and len(mdoc.strip()) >= min_chars:
+                if isinstance(mdoc, str) and len(_clean(mdoc)) >= min_chars:
                     yield Document(f"{prefix}:{name}.{attr}.{meth_name}",
                                    f"{name}.{attr}.{meth_name}{_signature(meth)}\n\n{_clean(mdoc)}")
 

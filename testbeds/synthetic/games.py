@@ -36,7 +36,9 @@ def extract_boxed(text):
 
 def normalize_answer(text):
     """Canonical form for comparing answers: case, spaces, ``$`` and trailing periods ignored."""
-    text = str(text).strip().strip("$").strip().rstrip(".").strip()
+    text = str(text).strip()
+    for _ in range(2):  # "$3$." and "3.$" alike
+        text = text.rstrip(".").strip().strip("$").strip()
     text = re.sub(r"\s+", " ", text).lower()
     if re.fullmatch(r"-?\d+\.0+", text):
         text = text.split(".")[0]
