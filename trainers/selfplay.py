@@ -1,0 +1,533 @@
+"""SPADE co-training (SPEC §2.1–2.2, §2.5): one policy, two roles, one GRPO update per rollout step.
+
+One round of the controller is one SPADE rollout step t. Its tasks (from the spade engineer's
+design call after step t-1, made with the same weights) are of two kinds (``Task.data["kind"]``):
+
+* ``"env"`` — an admitted environment: ``env_id``, ``source``, ``hint``, ``skill``, ``setting``
+  (``games``/``tools``), optional ``class_name``;
+* ``"design"`` — one designer generation: ``design_id``, ``skill``, ``messages`` (the design
+  prompt), ``completion`` (its text), ``admitted``, ``reason``, ``env_id`` (when admitted),
+  ``penalty`` (when rejected), optional ``completion_ids`` + ``behaviour_logprobs`` (generation-time
+  log-probs; when absent they are computed now, before any update, i.e. under the same weights).
+
+Step t then:
+
+1. admits the new environments into the training pool and buffers the design samples
+   (``engineers.spade.buffer``); a rejected design is scored at once with its admission penalty;
+2. plays the play set (this step's new environments first, then the least-played pool
+   environments up to ``envs_per_step``): G episodes without the hint and G with it each
+   (``engineers.spade.play``), through the sandbox pool;
+3. scores this step's designs: designer signal ``regret`` → 0.4 * clip(regret/0.15, 0, 1) +
+   0.6 * anchor(win rate), or ``learning_potential`` → |EMA_fast - EMA_slow| of the agent's return
+   (``engineers.spade.rewards``); then centres them per skill together with the rejected ones;
+4. builds the update batch: agent rows (one per unhinted episode; hinted too when
+   ``train_on_hinted``) with reward R = episode return, grouped by (environment, hint condition),
+   and designer rows popped from the buffer (generated at step t-k, k = ``designer_delay``), with
+   their centred reward, grouped by skill; advantages per role:
+   A_i = (r_i - mean_group(r)) / (std_role(r - mean_group) + eps);
+5. hands the batch to TRL's ``GRPOTrainer`` through ``rollout_func`` (``prompt_ids``,
+   ``completion_ids``, ``logprobs`` and ``env_mask``: environment turns are masked out of the loss)
+   and overrides TRL's group advantages with the per-role ones. Designer rows get per-token
+   truncated importance weights w_t = min(exp(logp_now_t - logp_behaviour_t), cap), applied as a
+   per-token advantage A_i * w_t (identical to scaling the token's clipped surrogate, w_t >= 0).
+   With vLLM and TRL's ``vllm_importance_sampling_correction`` on, TRL itself multiplies every
+   token's loss by min(exp(logp_trainer - logp_sampling), cap), and for designer rows the sampling
+   log-probs we return *are* the behaviour log-probs, so TRL applies the same weight and ours is
+   skipped (no double correction);
+6. retires environments: mastered (unhinted win rate >= ``retire_win_rate``) or stale (played
+   ``max_plays`` times), and the oldest beyond ``pool_size``.
+
+Everything the next steps depend on — the pool, the designer buffer, the EMA trackers, the step
+counter and the NumPy generator — is saved with the checkpoint (``selfplay_state.json``) and
+restored exactly by ``setup``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from engineers.spade import rewards as R
+from engineers.spade.buffer import DelayedDesignerBuffer, DesignerSample
+from engineers.spade.play import Episode, PlayConfig, PlayEnv, TransformersTurnModel, TurnModel, play, summarise
+from testbeds.base import Task, Testbed
+from testbeds.sandbox import SandboxConfig
+from trainers.base import LogFn
+from trainers.grpo import GRPOConfig, GRPOTrainerAdapter, _constant_schedule, _cuda
+
+STATE_FILE = "selfplay_state.json"
+
+
+class PoolSettings(BaseModel):
+    """The training pool of admitted environments."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    pool_size: int = Field(64, ge=1)
+    """Most environments kept; the oldest leave first."""
+    envs_per_step: int = Field(4, ge=1)
+    """Environments played per rollout step (this step's new ones first, then the least played)."""
+    retire_win_rate: float = Field(0.9, ge=0.0, le=1.0)
+    """Retire an environment once the agent wins this share of its unhinted episodes (mastered)."""
+    max_plays: int = Field(8, ge=1)
+    """Retire an environment after this many rollout steps in the play set (stale)."""
+
+
+class SelfPlayConfig(GRPOConfig):
+    """SPADE co-training on top of the GRPO adapter's settings.
+
+    Of the inherited GRPO fields, ``prompts_per_step``, ``num_generations``, ``epochs_per_round``,
+    ``max_steps_per_round`` and ``warmstart_steps`` are not used: each round is one rollout step
+    with one optimizer update over every agent and designer row it produced.
+    """
+
+    name: Literal["selfplay"] = "selfplay"  # type: ignore[assignment]
+    """Selects this trainer."""
+    play: PlayConfig = Field(default_factory=PlayConfig)
+    """Agent episodes: G, turn and token limits, temperature."""
+    pool: PoolSettings = Field(default_factory=PoolSettings)
+    """Training pool size and retirement."""
+    designer_signal: Literal["regret", "learning_potential"] = "regret"
+    """Designer reward: hint regret + anchor (the method), or EMA learning potential (ablation)."""
+    regret_scale: float = Field(R.REGRET_SCALE, gt=0.0)
+    """Regret that earns the full regret term: clip(regret / scale, 0, 1)."""
+    regret_weight: float = Field(R.REGRET_WEIGHT, ge=0.0)
+    """Weight of the regret term in the blend."""
+    anchor_weight: float = Field(R.ANCHOR_WEIGHT, ge=0.0)
+    """Weight of the anchor in the blend."""
+    anchor_low: float = Field(R.ANCHOR_LOW, ge=0.0, le=1.0)
+    """Lower end of the anchor's plateau."""
+    anchor_high: float = Field(R.ANCHOR_HIGH, ge=0.0, le=1.0)
+    """Upper end of the anchor's plateau."""
+    anchor_ramp: float = Field(R.ANCHOR_RAMP, gt=0.0)
+    """Width of the anchor's linear ramps."""
+    anchor_on: Literal["no_hint", "all"] = "no_hint"
+    """Win rate the anchor reads: unhinted episodes (default) or all 2G."""
+    ema_fast: float = Field(0.5, gt=0.0, le=1.0)
+    """Step size of the fast return EMA (learning potential)."""
+    ema_slow: float = Field(0.1, gt=0.0, le=1.0)
+    """Step size of the slow return EMA (learning potential)."""
+    designer_delay: int = Field(4, ge=0)
+    """k: a designer sample is trained k rollout steps after it was generated."""
+    designer_max_wait: int = Field(8, ge=0)
+    """Steps past due after which an unscored designer sample is dropped."""
+    is_cap: float = Field(2.0, gt=0.0)
+    """Cap of the truncated importance weight of delayed designer samples."""
+    train_on_hinted: bool = False
+    """Also train the agent on its hinted episodes (default: they only measure regret)."""
+    scale_by_role_std: bool = True
+    """Divide each role's centred rewards by the role's std (per-role normalisation)."""
+    micro_batch_size: int = Field(8, ge=1)
+    """Rows per forward/backward pass (the update accumulates over the whole step)."""
+    sandbox: SandboxConfig = Field(default_factory=lambda: SandboxConfig(workers=2))
+    """Sandbox for playing environments (the synthetic prelude, ``ToolEnv``, is added)."""
+
+
+class SelfPlayTrainer(GRPOTrainerAdapter):
+    """One model, two roles: plays admitted environments and trains agent and designer rows."""
+
+    name = "selfplay"
+
+    def __init__(self, run_config: Any, testbed: Testbed, run_dir: Path | None = None) -> None:
+        super().__init__(run_config, testbed, run_dir)
+        cfg: SelfPlayConfig = self.config
+        self.buffer = DelayedDesignerBuffer(cfg.designer_delay, cfg.designer_max_wait)
+        self.pool_envs: dict[str, dict[str, Any]] = {}
+        """env_id → {env fields, added, plays, win_rate, ...} (insertion order = age)."""
+        self.ema: dict[str, list[float]] = {}
+        """env_id → [fast, slow] EMA of the agent's mean unhinted return."""
+        self.step = 0
+        self.rng = np.random.default_rng(run_config.seed)
+        self._sandbox: Any = None
+        self.turn_model: TurnModel | None = None
+        """Set by tests to script the agent; otherwise the policy's own ``TransformersTurnModel``."""
+        self.last_rows: list[dict[str, Any]] = []
+        """The previous update's rows (role, group, reward, advantage, ids): for tests and logs."""
+        self.last_env_results: dict[str, dict[str, Any]] = {}
+        """Per environment results of the previous step (read by the engineer via ``run_info``)."""
+
+    # -- state ------------------------------------------------------------------------------------
+    def setup(self, checkpoint: Path | None) -> None:
+        super().setup(checkpoint)
+        path = checkpoint / STATE_FILE if checkpoint is not None else None
+        if path is not None and path.is_file():
+            self.load_state_dict(json.loads(path.read_text()))
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"step": self.step, "buffer": self.buffer.state_dict(), "pool": self.pool_envs,
+                "ema": self.ema, "rng": self.rng.bit_generator.state,
+                "last_env_results": self.last_env_results}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.step = int(state["step"])
+        self.buffer.load_state_dict(state["buffer"])
+        self.pool_envs = dict(state["pool"])
+        self.ema = {k: list(v) for k, v in state["ema"].items()}
+        self.rng = np.random.default_rng()
+        self.rng.bit_generator.state = state["rng"]
+        self.last_env_results = state.get("last_env_results", {})
+
+    def save(self, directory: Path) -> None:
+        super().save(directory)
+        from curriculum import distributed
+
+        if distributed.is_main():
+            (directory / STATE_FILE).write_text(json.dumps(self.state_dict(), sort_keys=True))
+
+    def close(self) -> None:
+        if self._sandbox is not None:
+            self._sandbox.close()
+            self._sandbox = None
+        super().close()
+
+    def run_info(self) -> dict[str, Any]:
+        info = super().run_info()
+        info.update({"trainer": "selfplay", "algorithm": "SPADE co-training (GRPO via TRL)",
+                     "spade": {"step": self.step, "envs": self.last_env_results}})
+        return info
+
+    # -- pieces -----------------------------------------------------------------------------------
+    def sandbox(self) -> Any:
+        if self._sandbox is None:
+            from testbeds.sandbox import SandboxPool
+            from testbeds.synthetic import prelude_source
+
+            cfg = self.config.sandbox
+            if not cfg.prelude_source:
+                cfg = cfg.model_copy(update={"prelude_source": prelude_source()})
+            self._sandbox = SandboxPool(cfg)
+            self._sandbox.start()
+        return self._sandbox
+
+    def _turn_model(self) -> TurnModel:
+        if self.turn_model is not None:
+            return self.turn_model
+        return TransformersTurnModel(self.model, self.tokenizer, batch_size=self.config.micro_batch_size)
+
+    def _encode(self, text: str) -> list[int]:
+        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def sequence_logprobs(self, prompt_ids: list[int], completion_ids: list[int]) -> list[float]:
+        """log_softmax(logits / T) of each completion token under the current weights."""
+        import torch
+
+        ids = torch.tensor([prompt_ids + completion_ids], device=self.model.device)
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            with torch.no_grad():
+                logits = self.model(input_ids=ids).logits[0, len(prompt_ids) - 1:-1].float()
+        finally:
+            self.model.train(was_training)
+        logp = torch.log_softmax(logits / self.config.temperature, dim=-1)
+        return [float(logp[i, tok]) for i, tok in enumerate(completion_ids)]
+
+    def _design_sample(self, task: Task) -> DesignerSample:
+        from trainers.generation import render_chat
+
+        data = task.data
+        prompt_ids = self._encode(render_chat(self.tokenizer, data["messages"]))
+        completion_ids = data.get("completion_ids") or self._encode(data["completion"])
+        if self.tokenizer.eos_token_id is not None and (not completion_ids or completion_ids[-1] != self.tokenizer.eos_token_id):
+            completion_ids = [*completion_ids, self.tokenizer.eos_token_id]
+        behaviour = data.get("behaviour_logprobs")
+        if behaviour is None or len(behaviour) != len(completion_ids):
+            behaviour = self.sequence_logprobs(prompt_ids, completion_ids)
+        return DesignerSample(
+            id=str(data["design_id"]), step=self.step, skill=str(data.get("skill", "")),
+            prompt_ids=prompt_ids, completion_ids=list(completion_ids), behaviour_logprobs=list(behaviour),
+            env_id=data.get("env_id"), admitted=bool(data.get("admitted", False)),
+            reason=str(data.get("reason", "")),
+        )
+
+    def _play_set(self, new_ids: list[str]) -> list[str]:
+        limit = self.config.pool.envs_per_step
+        chosen = list(new_ids)
+        rest = [e for e in self.pool_envs if e not in chosen]
+        # least played first; ties broken by a seeded shuffle (resumes identically: rng is saved)
+        order = self.rng.permutation(len(rest)) if rest else []
+        rest = [rest[i] for i in order]
+        rest.sort(key=lambda e: self.pool_envs[e]["plays"])
+        chosen += rest[:max(0, limit - len(chosen))]
+        return chosen
+
+    def _designer_rewards(self, designs: list[DesignerSample], stats: dict[str, dict[str, Any]],
+                          penalties: dict[str, float]) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
+        cfg: SelfPlayConfig = self.config
+        raw: list[float] = []
+        parts: dict[str, dict[str, float]] = {}
+        scored = [d for d in designs if not d.admitted or d.env_id in stats]  # admitted but unplayed: no reward yet
+        for d in scored:
+            if d.admitted:
+                s = stats[d.env_id]
+                rate = s["win_rate"] if cfg.anchor_on == "no_hint" else (s["win_rate"] + s["win_rate_hint"]) / 2
+                p = R.designer_reward(s["returns_hint"], s["returns"], rate, scale=cfg.regret_scale,
+                                      regret_weight=cfg.regret_weight, anchor_weight=cfg.anchor_weight,
+                                      low=cfg.anchor_low, high=cfg.anchor_high, ramp=cfg.anchor_ramp)
+                p["learning_potential"] = s.get("learning_potential", 0.0)
+                p["win_rate"], p["win_rate_hint"] = s["win_rate"], s["win_rate_hint"]
+                value = p["reward"] if cfg.designer_signal == "regret" else p["learning_potential"]
+            else:
+                value = penalties[d.id]
+                p = {"penalty": value}
+            raw.append(value)
+            parts[d.id] = {**p, "uncentred": value}
+        centred = R.center_by_group(raw, [d.skill for d in scored])
+        return {d.id: c for d, c in zip(scored, centred, strict=True)}, parts
+
+    # -- one rollout step ---------------------------------------------------------------------------
+    def train_round(self, tasks: Sequence[Task], *, round_index: int, seed: int,
+                    log: LogFn | None = None) -> dict[str, float]:
+        cfg: SelfPlayConfig = self.config
+        started = time.monotonic()
+        self.step = round_index
+        # 1. new environments and designs
+        new_envs: list[str] = []
+        designs: list[DesignerSample] = []
+        penalties: dict[str, float] = {}
+        for task in tasks:
+            kind = task.data.get("kind")
+            if kind == "env":
+                d = task.data
+                if d["env_id"] not in self.pool_envs:
+                    self.pool_envs[d["env_id"]] = {
+                        "env_id": d["env_id"], "source": d["source"], "hint": d.get("hint", ""),
+                        "skill": d.get("skill", ""), "setting": d.get("setting", "games"),
+                        "class_name": d.get("class_name"), "added": self.step, "plays": 0,
+                        "win_rate": None, "win_rate_hint": None}
+                    new_envs.append(d["env_id"])
+            elif kind == "design":
+                sample = self._design_sample(task)
+                penalty = task.data.get("penalty")
+                penalties[sample.id] = float(penalty) if penalty is not None else -1.0
+                designs.append(sample)
+            else:
+                raise ValueError(f"selfplay task {task.id!r} has no data.kind 'env' or 'design'")
+        # 2. play
+        play_ids = self._play_set(new_envs)
+        envs = [PlayEnv(env_id=e, source=self.pool_envs[e]["source"], hint=self.pool_envs[e]["hint"],
+                        setting=self.pool_envs[e]["setting"], class_name=self.pool_envs[e]["class_name"],
+                        skill=self.pool_envs[e]["skill"]) for e in play_ids]
+        episodes = play(self.sandbox(), envs, self._turn_model(), cfg.play, seed=seed) if envs else []
+        stats = summarise(envs, episodes)
+        for env_id, s in stats.items():
+            fast, slow = self.ema.get(env_id, [0.0, 0.0])
+            mean_ret = R.mean(s["returns"])
+            fast, slow = R.ema_update(fast, mean_ret, cfg.ema_fast), R.ema_update(slow, mean_ret, cfg.ema_slow)
+            self.ema[env_id] = [fast, slow]
+            s["learning_potential"] = R.learning_potential(fast, slow)
+            s["regret"] = R.regret(s["returns_hint"], s["returns"])
+            s["raw_regret"] = R.raw_regret(s["returns_hint"], s["returns"])
+            entry = self.pool_envs[env_id]
+            entry["plays"] += 1
+            entry["win_rate"], entry["win_rate_hint"] = s["win_rate"], s["win_rate_hint"]
+        # 3. score this step's designs and buffer them
+        rewards, parts = self._designer_rewards(designs, stats, penalties)
+        self.buffer.add(designs)
+        self.buffer.score(rewards, parts)
+        due = self.buffer.pop_due(self.step)
+        # 4. rows and per-role advantages
+        rows = self._agent_rows(episodes) + [self._designer_row(d) for d in due]
+        advantages = R.role_advantages([r["reward"] for r in rows], [r["group"] for r in rows],
+                                       [r["role"] for r in rows], scale_by_role_std=cfg.scale_by_role_std)
+        for row, adv in zip(rows, advantages, strict=True):
+            row["advantage"] = adv
+        # 5. update through TRL
+        train = self._update(rows, seed, round_index, log) if len(rows) >= 2 else {}
+        self.last_rows = rows
+        # 6. retire
+        retired = self._retire(stats)
+        self.last_env_results = {e: {k: v for k, v in s.items() if k not in ("returns", "returns_hint")}
+                                 | {"mean_return": R.mean(s["returns"]), "mean_return_hint": R.mean(s["returns_hint"])}
+                                 for e, s in stats.items()}
+        metrics = self._metrics(designs, parts, stats, new_envs, episodes, rows, due, retired, train)
+        metrics["train/seconds"] = time.monotonic() - started
+        if log is not None:
+            log({"round": round_index, "event": "spade_step", **metrics})
+        return metrics
+
+    def _agent_rows(self, episodes: list[Episode]) -> list[dict[str, Any]]:
+        rows = []
+        for ep in episodes:
+            if ep.model_tokens == 0 or (ep.hinted and not self.config.train_on_hinted):
+                continue
+            rows.append({"role": "agent", "group": f"{ep.env_id}|{'hint' if ep.hinted else 'plain'}",
+                         "reward": ep.ret, "prompt_ids": ep.prompt_ids, "completion_ids": ep.completion_ids,
+                         "env_mask": ep.env_mask, "logprobs": ep.logprobs, "behaviour": None, "id": ep.env_id})
+        return rows
+
+    def _designer_row(self, d: DesignerSample) -> dict[str, Any]:
+        return {"role": "designer", "group": d.skill, "reward": float(d.reward), "prompt_ids": d.prompt_ids,
+                "completion_ids": d.completion_ids, "env_mask": [1] * len(d.completion_ids),
+                "logprobs": d.behaviour_logprobs, "behaviour": d.behaviour_logprobs, "id": d.id,
+                "generated_step": d.step}
+
+    def _retire(self, stats: dict[str, dict[str, Any]]) -> dict[str, int]:
+        pool = self.config.pool
+        mastered = [e for e, s in stats.items() if s["win_rate"] >= pool.retire_win_rate]
+        stale = [e for e in stats if e not in mastered and self.pool_envs[e]["plays"] >= pool.max_plays]
+        for e in mastered + stale:
+            self.pool_envs.pop(e, None)
+        overflow = max(0, len(self.pool_envs) - pool.pool_size)
+        for e in list(self.pool_envs)[:overflow]:
+            self.pool_envs.pop(e)
+        return {"mastered": len(mastered), "stale": len(stale), "overflow": overflow}
+
+    def _metrics(self, designs, parts, stats, new_envs, episodes, rows, due, retired, train) -> dict[str, float]:
+        out: dict[str, float] = {}
+        n = len(designs)
+        out["spade/designs"] = float(n)
+        out["spade/admission_rate"] = sum(d.admitted for d in designs) / n if n else 0.0
+        reasons: dict[str, int] = {}
+        for d in designs:
+            if not d.admitted:
+                reasons[d.reason or "rejected"] = reasons.get(d.reason or "rejected", 0) + 1
+        for reason, count in sorted(reasons.items()):
+            out[f"spade/rejected/{reason}"] = count / n
+        admitted_parts = [parts[d.id] for d in designs if "regret" in parts.get(d.id, {})]
+        for key in ("regret", "raw_regret", "regret_term", "anchor", "learning_potential", "uncentred"):
+            vals = [p[key] for p in admitted_parts if key in p]
+            out[f"spade/designer/{key}"] = R.mean(vals)
+        out["spade/designer/reward_uncentred_all"] = R.mean([p["uncentred"] for p in parts.values()])
+        out["spade/win_rate"] = R.mean([s["win_rate"] for s in stats.values()])
+        out["spade/win_rate_hint"] = R.mean([s["win_rate_hint"] for s in stats.values()])
+        out["spade/regret_played"] = R.mean([s["regret"] for s in stats.values()])
+        out["spade/agent_return"] = R.mean([e.ret for e in episodes if not e.hinted])
+        out["spade/agent_return_hint"] = R.mean([e.ret for e in episodes if e.hinted])
+        out["spade/episodes"] = float(len(episodes))
+        out["spade/env_failures"] = float(sum(s["env_failures"] for s in stats.values()))
+        out["spade/agent_rows"] = float(sum(r["role"] == "agent" for r in rows))
+        out["spade/designer_rows"] = float(len(due))
+        out["spade/designer_buffered"] = float(len(self.buffer))
+        out["spade/pool_size"] = float(len(self.pool_envs))
+        out["spade/new_envs"] = float(len(new_envs))
+        for key, value in retired.items():
+            out[f"spade/retired_{key}"] = float(value)
+        out.update(train)
+        return out
+
+    # -- the GRPO update ----------------------------------------------------------------------------
+    def _update(self, rows: list[dict[str, Any]], seed: int, round_index: int, log: LogFn | None) -> dict[str, float]:
+        from datasets import Dataset
+        from transformers import PrinterCallback, TrainerCallback
+        from trl import GRPOConfig as TRLConfig
+
+        cfg: SelfPlayConfig = self.config
+        n = len(rows)
+        accum = next(a for a in range(math.ceil(n / cfg.micro_batch_size), n + 1) if n % a == 0)
+        args = TRLConfig(
+            output_dir=str(self._scratch), learning_rate=cfg.learning_rate, lr_scheduler_type="constant",
+            weight_decay=cfg.weight_decay, per_device_train_batch_size=n // accum,
+            gradient_accumulation_steps=accum, num_generations=n, max_steps=1, beta=cfg.beta,
+            epsilon=cfg.epsilon, loss_type=cfg.loss_type, scale_rewards="none",
+            max_completion_length=max(len(r["completion_ids"]) for r in rows), temperature=cfg.temperature,
+            **({"gradient_checkpointing": True} if cfg.gradient_checkpointing else {}),
+            bf16=cfg.bf16, use_cpu=not _cuda(), use_vllm=self._use_vllm(), vllm_mode=cfg.vllm_mode,
+            vllm_server_host=cfg.vllm_server_host, vllm_server_port=cfg.vllm_server_port,
+            vllm_gpu_memory_utilization=cfg.vllm_gpu_memory_utilization,
+            vllm_importance_sampling_mode="token_truncate", vllm_importance_sampling_clip_max=cfg.is_cap,
+            report_to=list(cfg.report_to) or "none", logging_steps=1, save_strategy="no",
+            seed=seed, data_seed=seed, disable_tqdm=True, shuffle_dataset=False,
+        )
+
+        def rollout(prompts: list, trainer: Any) -> dict[str, Any]:
+            if len(prompts) != n:
+                raise RuntimeError(f"selfplay expected one TRL batch of {n} rows, got {len(prompts)}")
+            return {"prompt_ids": [r["prompt_ids"] for r in rows],
+                    "completion_ids": [r["completion_ids"] for r in rows],
+                    "logprobs": [r["logprobs"] for r in rows],
+                    "env_mask": [r["env_mask"] for r in rows],
+                    "spade_reward": [r["reward"] for r in rows]}
+
+        def spade_reward(prompts: list, completions: list, spade_reward: list, **_: Any) -> list[float]:
+            return [float(v) for v in spade_reward]
+
+        class _Forward(TrainerCallback):
+            def on_log(self, args, state, control, logs=None, **kwargs):
+                if log is not None and logs:
+                    log({"round": round_index, "step": state.global_step, **logs})
+
+        trainer = _SpadeGRPO(
+            rows=rows, is_cap=cfg.is_cap, model=self.model, reward_funcs=[spade_reward], args=args,
+            train_dataset=Dataset.from_list([{"prompt": "spade rollout step"}]),
+            processing_class=self.tokenizer, callbacks=[_Forward()], rollout_func=rollout,
+            optimizers=(self.optimizer, _constant_schedule(self.optimizer)) if self.optimizer else (None, None),
+        )
+        trainer.remove_callback(PrinterCallback)
+        result = trainer.train()
+        self.model = trainer.accelerator.unwrap_model(trainer.model)
+        self._trl = trainer
+        out = {"train/loss": float(result.training_loss), "train/steps": float(trainer.state.global_step)}
+        out.update({f"spade/{k}": v for k, v in trainer.spade_stats.items()})
+        return out
+
+
+def _spade_grpo_class() -> type:
+    from trl import GRPOTrainer
+
+    class SpadeGRPO(GRPOTrainer):
+        """TRL's GRPO with SPADE's per-role advantages and truncated IS for delayed designer rows."""
+
+        def __init__(self, *args: Any, rows: list[dict[str, Any]], is_cap: float, **kwargs: Any) -> None:
+            import os
+
+            os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+            super().__init__(*args, **kwargs)
+            self.spade_rows = rows
+            self.spade_is_cap = is_cap
+            self.spade_stats: dict[str, float] = {}
+
+        def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
+            import torch
+
+            out = super()._generate_and_score_completions(inputs)
+            rows = self.spade_rows
+            width = out["completion_ids"].size(1)
+            adv = torch.tensor([r["advantage"] for r in rows], dtype=torch.float32,
+                               device=out["completion_ids"].device)[:, None].expand(len(rows), width).clone()
+            designer = [i for i, r in enumerate(rows) if r["role"] == "designer"]
+            trl_corrects = self.use_vllm and self.vllm_importance_sampling_correction
+            weights_seen: list[float] = []
+            clipped = 0
+            if designer and not trl_corrects:
+                idx = torch.tensor(designer, device=adv.device)
+                ids = torch.cat([out["prompt_ids"][idx], out["completion_ids"][idx]], dim=1)
+                mask = torch.cat([out["prompt_mask"][idx], out["completion_mask"][idx]], dim=1)
+                with torch.no_grad():
+                    now, _, _ = self._get_per_token_logps_and_entropies(self.model, ids, mask, width,
+                                                                       batch_size=len(designer))
+                for k, i in enumerate(designer):
+                    length = len(rows[i]["completion_ids"])
+                    w = R.truncated_is_weights(now[k, :length].float().cpu().numpy(),
+                                               np.asarray(rows[i]["behaviour"]), self.spade_is_cap)
+                    adv[i, :length] *= torch.tensor(w, dtype=adv.dtype, device=adv.device)
+                    rows[i]["is_weights"] = [float(x) for x in w]
+                    weights_seen += rows[i]["is_weights"]
+                    clipped += int(np.sum(w >= self.spade_is_cap))
+            out["advantages"] = adv
+            self.spade_stats = {
+                "is_weight_mean": float(np.mean(weights_seen)) if weights_seen else 1.0,
+                "is_weight_clipped_frac": clipped / len(weights_seen) if weights_seen else 0.0,
+                "advantage_agent_mean": float(np.mean([r["advantage"] for r in rows if r["role"] == "agent"] or [0.0])),
+                "advantage_designer_mean": float(np.mean([r["advantage"] for r in rows if r["role"] == "designer"] or [0.0])),
+            }
+            return out
+
+    return SpadeGRPO
+
+
+_SpadeGRPO_cache: type | None = None
+
+
+def _SpadeGRPO(**kwargs: Any) -> Any:  # noqa: N802 - used like a class; built on first use (imports TRL)
+    global _SpadeGRPO_cache
+    if _SpadeGRPO_cache is None:
+        _SpadeGRPO_cache = _spade_grpo_class()
+    return _SpadeGRPO_cache(**kwargs)
