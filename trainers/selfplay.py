@@ -141,6 +141,8 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
         self.buffer = DelayedDesignerBuffer(cfg.designer_delay, cfg.designer_max_wait)
         self.pool_envs: dict[str, dict[str, Any]] = {}
         """env_id → {env fields, added, plays, win_rate, ...} (insertion order = age)."""
+        self.retired: dict[str, str] = {}
+        """env_id → why it left the pool (``mastered``, ``stale``, ``overflow``); never re-admitted."""
         self.ema: dict[str, list[float]] = {}
         """env_id → [fast, slow] EMA of the agent's mean unhinted return."""
         self.step = 0
@@ -162,6 +164,7 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
 
     def state_dict(self) -> dict[str, Any]:
         return {"step": self.step, "buffer": self.buffer.state_dict(), "pool": self.pool_envs,
+                "retired": self.retired,
                 "ema": self.ema, "rng": self.rng.bit_generator.state,
                 "last_env_results": self.last_env_results}
 
@@ -169,6 +172,7 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
         self.step = int(state["step"])
         self.buffer.load_state_dict(state["buffer"])
         self.pool_envs = dict(state["pool"])
+        self.retired = dict(state["retired"])
         self.ema = {k: list(v) for k, v in state["ema"].items()}
         self.rng = np.random.default_rng()
         self.rng.bit_generator.state = state["rng"]
@@ -296,7 +300,7 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
             kind = task.data.get("kind")
             if kind == "env":
                 d = task.data
-                if d["env_id"] not in self.pool_envs:
+                if d["env_id"] not in self.pool_envs and d["env_id"] not in self.retired:
                     self.pool_envs[d["env_id"]] = {
                         "env_id": d["env_id"], "source": d["source"], "hint": d.get("hint", ""),
                         "skill": d.get("skill", ""), "setting": d.get("setting", "games"),
@@ -373,11 +377,16 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
         pool = self.config.pool
         mastered = [e for e, s in stats.items() if s["win_rate"] >= pool.retire_win_rate]
         stale = [e for e in stats if e not in mastered and self.pool_envs[e]["plays"] >= pool.max_plays]
+        for e in mastered:
+            self.retired[e] = "mastered"
+        for e in stale:
+            self.retired[e] = "stale"
         for e in mastered + stale:
             self.pool_envs.pop(e, None)
         overflow = max(0, len(self.pool_envs) - pool.pool_size)
         for e in list(self.pool_envs)[:overflow]:
             self.pool_envs.pop(e)
+            self.retired[e] = "overflow"
         return {"mastered": len(mastered), "stale": len(stale), "overflow": overflow}
 
     def _metrics(self, designs, parts, stats, new_envs, episodes, rows, due, retired, train) -> dict[str, float]:

@@ -1,0 +1,164 @@
+"""Held-out procedural reasoning eval from the PyPI package ``reasoning-gym`` (games setting).
+
+SPEC §2.5 reports Reasoning-Gym maths, algorithms and cognition. We evaluate a fixed list of
+reasoning-gym datasets per category (``DEFAULT_DATASETS``), ``per_dataset`` items each, generated
+from fixed seeds ``eval_seed + 1000 * dataset_index``. Training never sees them: the fixed
+reasoning-gym environment set (``training_environments``) draws from ``train_seed`` (default
+10_000_000 + ...), a disjoint seed range, and SPADE trains only on designed environments.
+
+Prompt: the item's question, then "Put your final answer inside \\boxed{}". The answer is the
+last ``\\boxed{}`` content (the whole reply when there is none), scored with the dataset's own
+``score_answer`` (1.0 correct, partial credit where the dataset defines it).
+
+    accuracy(category) = mean score over the category's items
+    score              = mean over categories of accuracy(category)
+
+Install: ``pip install reasoning-gym==0.1.25`` (pure Python; pulls sympy, pycosat, magiccube...).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from engineers.spade.play import extract_boxed
+from testbeds.base import Policy, Task
+
+DEFAULT_DATASETS: dict[str, list[str]] = {
+    "maths": ["basic_arithmetic", "chain_sum", "gcd", "lcm", "fraction_simplification", "simple_equations"],
+    "algorithmic": ["number_sorting", "word_sorting", "letter_counting", "spell_backward", "base_conversion",
+                    "caesar_cipher"],
+    "cognition": ["number_sequence", "needle_haystack", "color_cube_rotation", "rectangle_count"],
+}
+"""Datasets per category (reasoning-gym modules ``arithmetic``/``algebra``, ``algorithmic``, ``cognition``)."""
+
+INSTRUCTION = "\n\nPut your final answer inside \\boxed{}."
+
+
+class ReasoningGymEval(BaseModel):
+    """The held-out reasoning-gym suite."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    datasets: dict[str, list[str]] = Field(default_factory=lambda: {k: list(v) for k, v in DEFAULT_DATASETS.items()})
+    """Category → reasoning-gym dataset names."""
+    per_dataset: int = Field(10, ge=1)
+    """Items per dataset."""
+    eval_seed: int = Field(20_260_000, ge=0)
+    """Base seed of the eval items (fixed; never used for training)."""
+    max_new_tokens: int = Field(512, ge=1)
+    """Answer budget."""
+
+
+def _require() -> Any:
+    try:
+        import reasoning_gym
+    except ImportError as err:  # pragma: no cover - depends on the environment
+        raise ImportError("the held-out games eval needs the PyPI package reasoning-gym "
+                          "(pip install reasoning-gym==0.1.25)") from err
+    return reasoning_gym
+
+
+def build_items(datasets: dict[str, list[str]], per_dataset: int, seed: int) -> list[dict[str, Any]]:
+    """Deterministic items: ``{category, dataset, index, question, answer, entry}``."""
+    rg = _require()
+    items = []
+    k = 0
+    for category, names in datasets.items():
+        for name in names:
+            data = rg.create_dataset(name, size=per_dataset, seed=seed + 1000 * k)
+            for i in range(per_dataset):
+                entry = data[i]
+                items.append({"category": category, "dataset": name, "index": i, "question": entry["question"],
+                              "answer": str(entry["answer"]), "entry": entry, "scorer": data})
+            k += 1
+    return items
+
+
+def answer_of(text: str) -> str:
+    """The last ``\\boxed{}`` content, else the stripped reply."""
+    boxed = extract_boxed(text)
+    return boxed if boxed is not None else text.strip()
+
+
+def evaluate(policy: Policy, config: ReasoningGymEval, *, seed: int = 0,
+             samples: int = 3) -> tuple[dict[str, float], dict[str, Any], list[dict[str, Any]]]:
+    """(metrics, breakdown, a few samples). Greedy unless the policy's own config says otherwise."""
+    items = build_items(config.datasets, config.per_dataset, config.eval_seed)
+    tasks = [Task(id=f"rg-{it['dataset']}-{it['index']}", messages=[{"role": "user", "content": it["question"] + INSTRUCTION}])
+             for it in items]
+    completions = policy.generate(tasks, max_new_tokens=config.max_new_tokens, seed=seed)
+    per_cat: dict[str, list[float]] = {}
+    per_ds: dict[str, list[float]] = {}
+    out_samples = []
+    for it, comp in zip(items, completions, strict=True):
+        try:
+            score = float(it["scorer"].score_answer(answer_of(comp.text), it["entry"]))
+        except Exception:  # noqa: BLE001 - a dataset's scorer must not sink the eval
+            score = 0.0
+        per_cat.setdefault(it["category"], []).append(score)
+        per_ds.setdefault(it["dataset"], []).append(score)
+        if len(out_samples) < samples:
+            out_samples.append({"prompt": it["question"][:500], "response": comp.text[:500],
+                                "answer": it["answer"], "score": score})
+    metrics = {f"heldout/rg/{c}": sum(v) / len(v) for c, v in per_cat.items()}
+    metrics["heldout/rg/mean"] = sum(metrics.values()) / max(len(metrics), 1)
+    breakdown = {"reasoning_gym": {d: sum(v) / len(v) for d, v in per_ds.items()}}
+    return metrics, breakdown, out_samples
+
+
+def training_environments(datasets: Sequence[str], per_dataset: int, train_seed: int = 10_000_000) -> list[dict[str, str]]:
+    """Reasoning-gym datasets as a fixed set of environment programs (the fixed-environment baseline).
+
+    Each dataset becomes one game program holding ``per_dataset`` (question, answer) pairs drawn
+    from ``train_seed`` (disjoint from the eval seeds); ``reset(seed)`` picks pair ``seed % n``, a
+    turn answers in ``\\boxed{}``, an exact (whitespace- and case-normalised) match wins. The
+    program runs in the sandbox, where reasoning-gym itself cannot be imported.
+    Returns ``[{"env_id", "source", "hint", "skill"}]`` with an empty hint (a fixed set has none).
+    """
+    rg = _require()
+    envs = []
+    for k, name in enumerate(datasets):
+        data = rg.create_dataset(name, size=per_dataset, seed=train_seed + 1000 * k)
+        pairs = [(data[i]["question"], str(data[i]["answer"])) for i in range(per_dataset)]
+        source = _FIXED_TEMPLATE.replace("__PAIRS_LITERAL__", repr(json.dumps(pairs))).replace("__NAME__", name)
+        envs.append({"env_id": f"rg-{name}-{train_seed}", "source": source, "hint": "", "skill": name})
+    return envs
+
+
+_FIXED_TEMPLATE = '''
+import json
+import re
+
+PAIRS = json.loads(__PAIRS_LITERAL__)
+
+
+def _norm(text):
+    return re.sub(r"\\s+", " ", str(text)).strip().lower()
+
+
+class ReasoningGymEnv:
+    """reasoning-gym dataset __NAME__ as a one-answer game (up to 2 tries)."""
+
+    max_turns = 2
+
+    def reset(self, seed=None):
+        self.question, self.answer = PAIRS[(seed or 0) % len(PAIRS)]
+        self.turns = 0
+        return self.question + "\\n\\nPut your final answer inside \\\\boxed{}.", {}
+
+    def step(self, action):
+        self.turns += 1
+        found = re.findall(r"\\\\boxed\\{(.*)\\}", str(action), re.S)
+        given = found[-1] if found else str(action)
+        if _norm(given) == _norm(self.answer):
+            return "Correct.", 1.0, True, False, {"won": True}
+        done = self.turns >= self.max_turns
+        return "Incorrect.", 0.0, False, done, {"won": False}
+
+    def solution(self):
+        return self.answer
+'''

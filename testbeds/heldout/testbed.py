@@ -1,0 +1,262 @@
+"""The SPADE testbed: the proposal is the environment pool (plus the last design call's samples),
+training tasks are what the ``selfplay`` trainer plays and trains, evaluation is held out.
+
+Proposal (``SpadeProposal``): ``environments`` — admitted programs (``hash``, ``setting``, ``skill``,
+``hint``, ``program``: the ``spade`` engineer's ``Pool.to_json()``), and ``designs`` — the design
+generations of the call that produced this proposal (``design_id``, ``skill``, ``messages``,
+``completion``, ``admitted``, ``reason``, ``env_id``, ``penalty``; see ``trainers.selfplay``).
+
+``sample(proposal, n, seed)`` returns one ``env`` task per environment and one ``design`` task
+per design (``n`` is ignored: a SPADE step plays its pool, it does not draw i.i.d. prompts).
+
+Initial pool (``initial_pool``): ``none`` (SPADE: the designer fills it), ``reasoning_gym`` (the
+fixed-environment baseline: reasoning-gym datasets as environment programs from training seeds
+disjoint from the eval's), ``programs:<dir>`` (``*.py`` files, hint in ``<name>.hint``), or
+``memory:<run dir>`` (the active admitted environments of an earlier SPADE run — a frozen pool
+generated once). With the ``fixed`` engineer the pool then never changes: the paper's fixed-pool
+baselines on the same machinery.
+
+Evaluation (``evaluate``), every ``eval_every`` calls and at call ``final_eval_call`` (set it to
+``rounds - 1``; a baseline eval before training counts as a call too when enabled): games →
+reasoning-gym maths / algorithmic / cognition (``testbeds.heldout.reasoning``); tools → the fixed
+tool suite (``testbeds.heldout.tools``). Skipped calls report ``heldout/evaluated = 0`` and the
+score of the last measured call (so curves stay flat rather than falling to 0).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from curriculum.config import PluginConfig
+from testbeds.base import Change, Completion, EvalReport, Policy, Task, Testbed
+from testbeds.heldout.reasoning import ReasoningGymEval
+from testbeds.heldout.tools import ToolSuiteEval
+from testbeds.sandbox import SandboxConfig
+
+
+class PoolEnvironment(BaseModel):
+    """An admitted environment program."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    hash: str
+    """Program hash (the environment id)."""
+    setting: Literal["games", "tools"] = "games"
+    """Setting of the environment."""
+    skill: str = ""
+    """Skill tag."""
+    hint: str = ""
+    """Privileged hint."""
+    program: str
+    """Program source."""
+
+
+class DesignSample(BaseModel):
+    """One design generation to train the designer on."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    design_id: str
+    """Unique over the run."""
+    skill: str = ""
+    """Skill of the design prompt."""
+    messages: list[dict[str, str]]
+    """The design prompt."""
+    completion: str
+    """The designer's output."""
+    admitted: bool = False
+    """Admission verdict."""
+    reason: str = ""
+    """Rejection reason (empty or ``ok`` when admitted)."""
+    env_id: str | None = None
+    """Hash of the admitted environment."""
+    penalty: float | None = None
+    """Designer reward of a rejected design."""
+    completion_ids: list[int] | None = None
+    """Generated token ids, when the engineer kept them."""
+    behaviour_logprobs: list[float] | None = None
+    """Generation-time log-probs of ``completion_ids``."""
+
+
+class SpadeProposal(BaseModel):
+    """The pool a SPADE step trains on, and the designs that produced it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    environments: list[PoolEnvironment] = Field(default_factory=list)
+    """Admitted environments."""
+    designs: list[DesignSample] = Field(default_factory=list)
+    """The last design call's samples."""
+
+
+class SpadeTestbedConfig(PluginConfig):
+    """SPADE pool testbed with held-out evaluation."""
+
+    name: Literal["spade_pool"] = "spade_pool"
+    """Selects this testbed."""
+    setting: Literal["games", "tools"] = "games"
+    """Which held-out suite evaluates the policy."""
+    initial_pool: str = "none"
+    """``none``, ``reasoning_gym``, ``programs:<dir>`` or ``memory:<run dir>`` (module docstring)."""
+    reasoning_gym_train: list[str] = Field(default_factory=lambda: ["basic_arithmetic", "chain_sum", "gcd",
+                                                                      "number_sorting", "spell_backward",
+                                                                      "letter_counting", "number_sequence"])
+    """Datasets of the fixed reasoning-gym environment set (``initial_pool: reasoning_gym``)."""
+    reasoning_gym_items: int = Field(200, ge=1)
+    """(question, answer) pairs per fixed reasoning-gym environment."""
+    reasoning_gym: ReasoningGymEval = Field(default_factory=ReasoningGymEval)
+    """Held-out reasoning-gym eval (games)."""
+    tools: ToolSuiteEval = Field(default_factory=ToolSuiteEval)
+    """Held-out tool suite (tools)."""
+    eval_every: int = Field(1, ge=1)
+    """Evaluate every N ``evaluate`` calls (one per round)."""
+    final_eval_call: int | None = Field(None, ge=0)
+    """Always evaluate at this call (the last round's index)."""
+    sandbox: SandboxConfig = Field(default_factory=lambda: SandboxConfig(workers=2))
+    """Sandbox for the held-out tool suite (the ``ToolEnv`` prelude is added)."""
+
+
+def load_initial_pool(spec: str, config: SpadeTestbedConfig) -> list[PoolEnvironment]:
+    """The starting pool named by ``spec``."""
+    if spec == "none":
+        return []
+    if spec == "reasoning_gym":
+        from testbeds.heldout.reasoning import training_environments
+
+        return [PoolEnvironment(hash=e["env_id"], setting="games", skill=e["skill"], hint=e["hint"], program=e["source"])
+                for e in training_environments(config.reasoning_gym_train, config.reasoning_gym_items)]
+    kind, _, where = spec.partition(":")
+    if kind == "programs":
+        from engineers.spade.admission import program_hash
+
+        out = []
+        for path in sorted(Path(where).glob("*.py")):
+            hint_path = path.with_suffix(".hint")
+            program = path.read_text()
+            out.append(PoolEnvironment(hash=program_hash(program), setting=config.setting, skill=path.stem,
+                                       hint=hint_path.read_text().strip() if hint_path.is_file() else "",
+                                       program=program))
+        return out
+    if kind == "memory":
+        from engineers.spade.memory import Memory
+
+        memory = Memory.in_run_dir(Path(where))
+        try:
+            return [PoolEnvironment(hash=e.hash, setting=e.setting, skill=e.skill, hint=e.hint or "",
+                                    program=e.program or "") for e in memory.entries(active_only=True)]
+        finally:
+            memory.close()
+    raise ValueError(f"unknown initial_pool {spec!r} (none, reasoning_gym, programs:<dir>, memory:<run dir>)")
+
+
+class SpadeTestbed(Testbed):
+    """Pool proposals, ``env``/``design`` tasks for the ``selfplay`` trainer, held-out eval."""
+
+    name = "spade_pool"
+    proposal_model = SpadeProposal
+
+    def __init__(self, config: SpadeTestbedConfig, seed: int = 0) -> None:
+        self.config = config
+        self.seed = seed
+        self.eval_calls = 0
+        self.last_eval: dict[str, Any] | None = None
+        self._sandbox: Any = None
+
+    # -- proposals ----------------------------------------------------------------------------------
+    def initial_proposal(self, rng: np.random.Generator) -> SpadeProposal:
+        return SpadeProposal(environments=load_initial_pool(self.config.initial_pool, self.config))
+
+    def random_proposal(self, rng: np.random.Generator) -> SpadeProposal:
+        """A random subset of the initial pool (the ``random`` engineer over a fixed set)."""
+        envs = self.initial_proposal(rng).environments
+        keep = [e for e in envs if rng.random() < 0.5] or envs[:1]
+        return SpadeProposal(environments=keep)
+
+    def project(self, raw: Any, previous: BaseModel) -> tuple[SpadeProposal, list[Change]]:
+        changes: list[Change] = []
+        if isinstance(raw, SpadeProposal):
+            return raw, changes
+        if not isinstance(raw, dict):
+            changes.append(Change(path="", proposed=str(raw)[:200], applied="previous pool",
+                                  reason="not a mapping: kept the previous pool without designs"))
+            return SpadeProposal(environments=list(previous.environments)), changes
+        envs = []
+        for i, item in enumerate(raw.get("environments", [])):
+            try:
+                envs.append(PoolEnvironment.model_validate(item))
+            except Exception as err:  # noqa: BLE001 - report and drop a malformed entry
+                changes.append(Change(path=f"environments.{i}", proposed=str(item)[:200], applied=None,
+                                      reason=f"dropped malformed environment: {err}"))
+        designs = []
+        for i, item in enumerate(raw.get("designs", [])):
+            try:
+                designs.append(DesignSample.model_validate(item))
+            except Exception as err:  # noqa: BLE001
+                changes.append(Change(path=f"designs.{i}", proposed=str(item)[:200], applied=None,
+                                      reason=f"dropped malformed design: {err}"))
+        return SpadeProposal(environments=envs, designs=designs), changes
+
+    # -- tasks --------------------------------------------------------------------------------------
+    def sample(self, proposal: BaseModel, n: int, seed: int) -> list[Task]:
+        tasks = []
+        for env in proposal.environments:
+            tasks.append(Task(id=f"env-{env.hash}", messages=[], data={
+                "kind": "env", "env_id": env.hash, "source": env.program, "hint": env.hint,
+                "skill": env.skill, "setting": env.setting}, features={"skill": env.skill}))
+        for d in proposal.designs:
+            tasks.append(Task(id=f"design-{d.design_id}", messages=d.messages, data={
+                "kind": "design", **d.model_dump(mode="json")}, features={"skill": d.skill}))
+        return tasks
+
+    def score(self, task: Task, completion: Completion) -> tuple[float, dict[str, Any]]:
+        """Not used by ``selfplay`` (returns come from the environments); a plain GRPO trainer on
+        this testbed would have no reward, so refuse clearly."""
+        raise NotImplementedError("spade_pool tasks are played by the 'selfplay' trainer (trainer.name=selfplay)")
+
+    # -- evaluation ---------------------------------------------------------------------------------
+    def _tool_sandbox(self) -> Any:
+        if self._sandbox is None:
+            from testbeds.sandbox import SandboxPool
+            from testbeds.synthetic import prelude_source
+
+            cfg = self.config.sandbox
+            self._sandbox = SandboxPool(cfg.model_copy(update={"prelude_source": prelude_source() + cfg.prelude_source}))
+            self._sandbox.start()
+        return self._sandbox
+
+    def evaluate(self, policy: Policy, *, seed: int = 0) -> EvalReport:
+        call = self.eval_calls
+        self.eval_calls += 1
+        due = call % self.config.eval_every == 0 or call == self.config.final_eval_call
+        if not due and self.last_eval is not None:
+            return EvalReport(score=self.last_eval["score"], metrics={"heldout/evaluated": 0.0,
+                                                                      "heldout/call": float(call)})
+        if self.config.setting == "games":
+            from testbeds.heldout.reasoning import evaluate as rg_evaluate
+
+            metrics, breakdown, samples = rg_evaluate(policy, self.config.reasoning_gym, seed=seed)
+            score = metrics["heldout/rg/mean"]
+        else:
+            from testbeds.heldout.tools import evaluate as tools_evaluate
+
+            metrics, breakdown, samples = tools_evaluate(policy, self.config.tools, self._tool_sandbox(), seed=seed)
+            score = metrics["heldout/tools/mean"]
+        metrics = {**metrics, "heldout/evaluated": 1.0, "heldout/call": float(call)}
+        self.last_eval = {"score": score, "call": call}
+        return EvalReport(score=score, metrics=metrics, breakdown=breakdown, samples=samples)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"eval_calls": self.eval_calls, "last_eval": self.last_eval}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.eval_calls = int(state.get("eval_calls", 0))
+        self.last_eval = state.get("last_eval")
+
+    def close(self) -> None:
+        if self._sandbox is not None:
+            self._sandbox.close()
+            self._sandbox = None

@@ -1,0 +1,120 @@
+"""Held-out suites: the tool tasks are solvable and not trivially won; reasoning-gym items are
+fixed and scored by their datasets; the pool testbed round-trips proposals into tasks."""
+
+import json
+
+import pytest
+
+from testbeds.base import Completion
+from testbeds.heldout.tools import TOOL_TASKS, ToolSuiteEval
+from testbeds.heldout.tools import evaluate as tools_evaluate
+
+
+@pytest.fixture(scope="module")
+def tool_pool():
+    from testbeds.sandbox import SandboxConfig, SandboxPool
+    from testbeds.synthetic import prelude_source
+
+    pool = SandboxPool(SandboxConfig(workers=2, prelude_source=prelude_source()))
+    pool.start()
+    yield pool
+    pool.close()
+
+
+@pytest.mark.parametrize("name", sorted(TOOL_TASKS))
+def test_tool_task_solution_wins_and_guess_loses(tool_pool, name):
+    for seed in (30_260_000, 30_260_001):
+        with tool_pool.load(TOOL_TASKS[name]) as env:
+            env.reset(seed=seed)
+            actions = env.call("solution")
+            for action in actions:
+                step = env.step(json.dumps(action))
+            assert step.terminated and step.reward == 1.0, (name, seed, step.obs)
+        with tool_pool.load(TOOL_TASKS[name]) as env:
+            env.reset(seed=seed)
+            step = env.step("\\boxed{7}")
+            assert step.terminated and step.reward == 0.0
+
+
+class OraclePolicy:
+    """Plays each tool task's solution (learned from a side channel: the sandbox), for the eval loop."""
+
+    def __init__(self, pool):
+        self.pool = pool
+        self.plans = {}
+
+    def generate(self, tasks, *, max_new_tokens=None, temperature=None, seed=0):
+        out = []
+        for task in tasks:
+            key = task.id.rsplit("-", 1)[0]
+            if key not in self.plans:
+                _, tname, tseed = key.split("-", 2)
+                with self.pool.load(TOOL_TASKS[tname]) as env:
+                    env.reset(seed=int(tseed))
+                    self.plans[key] = [json.dumps(a) for a in env.call("solution")]
+            turn = sum(1 for m in task.messages if m["role"] == "assistant")
+            out.append(Completion(text=self.plans[key][turn], num_tokens=1))
+        return out
+
+
+class SilentPolicy:
+    def generate(self, tasks, **_):
+        return [Completion(text="I do not know.", num_tokens=4) for _ in tasks]
+
+
+def test_tool_suite_eval(tool_pool):
+    cfg = ToolSuiteEval(tasks=["bank_transfer", "calendar_book"], episodes_per_task=2)
+    metrics, _, _ = tools_evaluate(OraclePolicy(tool_pool), cfg, tool_pool)
+    assert metrics["heldout/tools/mean"] == 1.0 and metrics["heldout/tools/calls_when_solved"] == 2.0
+    metrics, _, _ = tools_evaluate(SilentPolicy(), cfg, tool_pool)
+    assert metrics["heldout/tools/mean"] == 0.0
+
+
+def test_reasoning_gym_items_fixed_and_scored():
+    pytest.importorskip("reasoning_gym")
+    from testbeds.heldout.reasoning import ReasoningGymEval, build_items
+    from testbeds.heldout.reasoning import evaluate as rg_evaluate
+
+    cfg = ReasoningGymEval(datasets={"maths": ["basic_arithmetic"], "algorithmic": ["spell_backward"]},
+                           per_dataset=3)
+    a = build_items(cfg.datasets, 3, cfg.eval_seed)
+    b = build_items(cfg.datasets, 3, cfg.eval_seed)
+    assert [x["question"] for x in a] == [x["question"] for x in b]
+    answers = {x["question"] + "\n\nPut your final answer inside \\boxed{}.": x["answer"] for x in a}
+
+    class Oracle:
+        def generate(self, tasks, **_):
+            return [Completion(text=f"so \\boxed{{{answers[t.messages[0]['content']]}}}", num_tokens=3) for t in tasks]
+
+    metrics, breakdown, _ = rg_evaluate(Oracle(), cfg)
+    assert metrics["heldout/rg/maths"] == 1.0 and metrics["heldout/rg/algorithmic"] == 1.0
+    metrics, _, _ = rg_evaluate(SilentPolicy(), cfg)
+    assert metrics["heldout/rg/mean"] == 0.0
+
+
+def test_fixed_reasoning_gym_environments_disjoint_from_eval(tool_pool):
+    pytest.importorskip("reasoning_gym")
+    from testbeds.heldout.reasoning import build_items, training_environments
+
+    envs = training_environments(["spell_backward"], 5)
+    eval_questions = {x["question"] for x in build_items({"a": ["spell_backward"]}, 50, 20_260_000)}
+    with tool_pool.load(envs[0]["source"]) as env:
+        first = env.reset(seed=2)
+        answer = env.call("solution")
+        assert first.obs.split("\n\n")[0] not in eval_questions
+        assert env.step(f"\\boxed{{{answer}}}").reward == 1.0
+
+
+def test_pool_testbed_round_trip():
+    from testbeds.heldout.testbed import SpadeProposal, SpadeTestbed, SpadeTestbedConfig
+
+    tb = SpadeTestbed(SpadeTestbedConfig())
+    raw = {"environments": [{"hash": "h1", "setting": "games", "skill": "logic", "hint": "x", "program": "class AEnv: pass"},
+                            {"bad": 1}],
+           "designs": [{"design_id": "r1-c0", "skill": "logic", "messages": [{"role": "user", "content": "d"}],
+                        "completion": "out", "admitted": True, "env_id": "h1"}]}
+    proposal, changes = tb.project(raw, SpadeProposal())
+    assert len(proposal.environments) == 1 and len(changes) == 1
+    tasks = tb.sample(proposal, 0, 0)
+    assert [t.data["kind"] for t in tasks] == ["env", "design"]
+    assert tasks[0].data["source"] == "class AEnv: pass" and tasks[1].data["design_id"] == "r1-c0"
