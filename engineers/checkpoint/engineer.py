@@ -131,16 +131,22 @@ class CheckpointEngineer(Engineer):
             parsed = None
         else:
             status = ""
-        usable = parsed is not None and parsed.proposal is not None and looks_like_proposal(parsed.proposal)
-        if not status:
-            status = ("usable config" if usable else
-                      f"no usable config in the output ({parsed.error if parsed and parsed.error else 'no size keys'})"
-                      f"; kept the previous config")
-        raw = parsed.proposal if usable and parsed is not None else None
+        found = parsed is not None and parsed.proposal is not None and looks_like_proposal(parsed.proposal)
+        raw = parsed.proposal if found and parsed is not None else None
         summary = parsed.summary[:self.config.summary_max_chars] if parsed and parsed.summary else None
 
         previous = ctx.proposal.model_dump(mode="json")
         projected, changes = ctx.testbed.project(raw, ctx.proposal)
+        rejected = next((c for c in changes if c.path == ""), None)  # project kept the previous config
+        usable = found and rejected is None
+        if not status:
+            if usable:
+                status = "usable config"
+            elif found and rejected is not None:
+                status = f"config rejected by project ({rejected.reason})"
+            else:
+                why = parsed.error if parsed and parsed.error else "no size keys"
+                status = f"no usable config in the output ({why}); kept the previous config"
         projected_json = projected.model_dump(mode="json")
         breakdown = ctx.history[-1].eval.breakdown if ctx.history else {}
         order = list((previous.get("sizes") or {}).keys())
@@ -183,15 +189,17 @@ class CheckpointEngineer(Engineer):
         max_new = (self.config.max_new_tokens
                    or getattr(getattr(policy, "config", None), "engineer_max_new_tokens", None)
                    or DEFAULT_MAX_NEW_TOKENS)
+        decoding = "free text + lenient parsing"
         if self.config.structured_output and _is_vllm_policy(policy):
             schema = output_schema(ctx.testbed.proposal_model)
-            return (vllm_structured_generate(policy, task, schema, max_new_tokens=max_new,
-                                             temperature=temperature, seed=seed),
-                    "vLLM structured outputs (JSON schema)")
-        if isinstance(policy, EndpointPolicy) and policy.response_schema is not None:
+            try:
+                return (vllm_structured_generate(policy, task, schema, max_new_tokens=max_new,
+                                                 temperature=temperature, seed=seed),
+                        "vLLM structured outputs (JSON schema)")
+            except (ImportError, TypeError, AttributeError) as err:  # vLLM API differs: decode freely
+                decoding = f"free text + lenient parsing (vLLM structured outputs unavailable: {err})"
+        elif isinstance(policy, EndpointPolicy) and policy.response_schema is not None:
             decoding = "endpoint response_format json_schema"
-        else:
-            decoding = "free text + lenient parsing"
         completion = policy.generate([task], max_new_tokens=max_new, temperature=temperature, seed=seed)[0]
         return completion, decoding
 

@@ -196,3 +196,23 @@ def test_diagnostics_survive_the_rich_round_summary():
     console = Console(file=io.StringIO(), width=300, color_system=None)
     RichReporter(console).round_end(r)
     assert "[/INST] 3x3 is [/] easy [bold]" in console.file.getvalue()
+
+
+def test_config_that_project_rejects_is_reported():
+    design = CheckpointEngineer(CheckpointEngineerConfig()).design(make_ctx(ScriptedPolicy(['{"sizes": {}}'])))
+    assert design.raw == {"sizes": {}}
+    assert design.notes["status"].startswith("config rejected by project (unusable proposal")
+    assert design.notes["diagnostics"]["usable_output"] is False
+
+
+def test_vllm_api_mismatch_falls_back_to_free_decoding(monkeypatch):
+    vllm = types.ModuleType("vllm")  # no SamplingParams at all
+    monkeypatch.setitem(sys.modules, "vllm", vllm)
+
+    class VLLMPolicy(ScriptedPolicy):
+        llm = object()
+
+    design = CheckpointEngineer(CheckpointEngineerConfig()).design(
+        make_ctx(VLLMPolicy([answer(config_json([0.125] * 8, hole=0.12))])))
+    assert design.raw["sizes"]["4x4"]["hole_ratio"] == 0.12
+    assert "structured outputs unavailable" in design.notes["diagnostics"]["decoding"]
