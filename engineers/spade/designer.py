@@ -17,7 +17,8 @@ admitted hashes, rejection counts per reason, Vendi score / n of the admitted en
 documents read.
 
 ``Pool`` is the environment pool the next round trains on: the active admitted entries of the
-memory, oldest first.
+memory, oldest first. ``design_samples`` turns a round's candidates into the records the
+co-training trainer needs to train the designer role (prompt, completion, verdict, penalty).
 """
 
 from __future__ import annotations
@@ -35,8 +36,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from engineers.spade.admission import AdmissionResult, admit, program_hash
 from engineers.spade.config import MemoryConfig, RejectReason, SpadeEngineerConfig
 from engineers.spade.corpus import Corpus
-from engineers.spade.diversity import (Embedder, environment_text, near_duplicates, vendi_per_n,
-                                       vendi_score)
+from engineers.spade.diversity import (Embedder, environment_text, get_embedder, near_duplicates,
+                                       vendi_per_n, vendi_score)
 from engineers.spade.memory import Memory, MemoryEntry
 from engineers.spade.parse import DesignParseError, parse_design
 from engineers.spade.prompts import PromptEnv, design_messages
@@ -158,11 +159,29 @@ class Pool:
         return len(self.entries)
 
 
+def design_samples(candidates: Sequence[DesignCandidate]) -> list[dict[str, Any]]:
+    """One JSON record per design call, for the co-training trainer to train the designer on:
+    ``design_id`` (``r<round>-c<call>-<hash[:8]>``), ``skill``, ``messages``, ``completion``,
+    ``admitted``, ``reason`` (``ok`` when admitted), ``env_id`` (when admitted), ``penalty``
+    (when rejected)."""
+    out = []
+    for c in candidates:
+        adm = c.admission
+        admitted = bool(adm and adm.admitted)
+        out.append({"design_id": f"r{c.round}-c{c.call}-{c.hash[:8]}", "skill": c.skill,
+                    "messages": c.messages, "completion": c.output, "admitted": admitted,
+                    "reason": "ok" if admitted else (adm.reason.value if adm and adm.reason else ""),
+                    "env_id": c.hash if admitted else None,
+                    "penalty": None if admitted or adm is None else adm.penalty})
+    return out
+
+
 def _prompt_env(entry: MemoryEntry, note: str) -> PromptEnv:
     return PromptEnv(entry.hash, entry.skill, entry.hint or "", entry.program or "", note)
 
 
-def memory_context(memory: Memory | None, config: MemoryConfig | None) -> tuple[list[MemoryEntry], list[PromptEnv]]:
+def memory_context(memory: Memory | None,
+                   config: MemoryConfig | None) -> tuple[list[MemoryEntry], list[PromptEnv]]:
     """Seeds (entries) and negatives (prompt entries) the memory offers a design call."""
     if memory is None or config is None:
         return [], []
@@ -250,18 +269,21 @@ class Designer:
         vendi = per_n = None
         embedder_name = None
         if admitted:
+            if self.embedder is None:  # loaded on first need (MiniLM takes seconds)
+                self.embedder = get_embedder(self.config.diversity.embedding)
             embedder = self.embedder
-            assert embedder is not None
             embedder_name = embedder.name
             recent = self.memory.entries(active_only=True)[-self.config.diversity.memory_window:] \
                 if self.config.diversity.memory_window else []
             recent = [e for e in recent if e.hash not in {c.hash for c in admitted}]
             texts = [environment_text(c.hint, _first_obs(c), c.program) for c in admitted]
-            old_texts = [environment_text(e.hint, e.extra.get("first_observation"), e.program) for e in recent]
+            old_texts = [environment_text(e.hint, e.extra.get("first_observation"), e.program)
+                         for e in recent]
             matrix = embedder.embed(texts + old_texts)
             new, old = matrix[:len(texts)], matrix[len(texts):]
             vendi, per_n = vendi_score(new), vendi_per_n(new)
-            for cand, dup in zip(admitted, near_duplicates(new, old, self.config.diversity.near_duplicate_threshold)):
+            flags = near_duplicates(new, old, self.config.diversity.near_duplicate_threshold)
+            for cand, dup in zip(admitted, flags):
                 if dup is not None:
                     cand.near_duplicate_of = admitted[dup[1]].hash if dup[0] == "new" else recent[dup[1]].hash
             if self.config.diversity.reject_near_duplicates:
@@ -280,7 +302,8 @@ class Designer:
             admitted=[c.hash for c in candidates if c.admission and c.admission.admitted],
             rejections=dict(Counter(c.admission.reason.value for c in rejected
                                     if c.admission and c.admission.reason)),
-            rejected=[{"hash": c.hash, "reason": c.admission.reason.value if c.admission and c.admission.reason else "",
+            rejected=[{"hash": c.hash,
+                       "reason": c.admission.reason.value if c.admission and c.admission.reason else "",
                        "detail": (c.admission.detail if c.admission else "")[:300]} for c in rejected],
             vendi_per_n=per_n, vendi=vendi, embedding=embedder_name,
             near_duplicates={c.hash: c.near_duplicate_of for c in candidates if c.near_duplicate_of},

@@ -60,7 +60,8 @@ def cosine_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return unit(a) @ unit(b).T
 
 
-def near_duplicates(new: np.ndarray, old: np.ndarray, threshold: float) -> list[tuple[str, int, float] | None]:
+def near_duplicates(new: np.ndarray, old: np.ndarray,
+                    threshold: float) -> list[tuple[str, int, float] | None]:
     """For each row of ``new``: ("new", j, sim) for the first earlier new row j, else ("old", j,
     sim) for the most similar old row, with sim ≥ ``threshold``; None when there is none."""
     out: list[tuple[str, int, float] | None] = []

@@ -4,8 +4,10 @@ sandbox, remembered and measured for diversity; the proposal is the resulting en
 ``design(ctx)`` makes ``designs_per_round`` design calls (``Designer.propose``) with the policy
 (``designer: policy``) or the frozen base model (``designer: base``), admits them
 (``Designer.admit_all``), appends the round's ``RoundSummary`` to
-``<run_dir>/spade_rounds.jsonl``, and returns ``Design(raw={"environments": [...]})`` — the active
-admitted environments of the memory — with the summary under ``notes["spade"]`` and
+``<run_dir>/spade_rounds.jsonl``, and returns ``Design(raw={"environments": [...], "designs":
+[...]})`` — the active admitted environments of the memory (``hash, setting, skill, hint,
+program``) and this round's design records (``designer.design_samples``) — with the summary
+under ``notes["spade"]`` and
 ``notes["diagnostics"]`` (admitted count, rejections per reason, Vendi score / n).
 
 State saved per round: the corpus seed and cursor and the design-call counter (the memory is its own
@@ -25,8 +27,7 @@ from curriculum.records import Design
 from engineers.base import DesignContext, Engineer
 from engineers.spade.config import MemoryConfig, SpadeEngineerConfig
 from engineers.spade.corpus import Corpus, build_corpus
-from engineers.spade.designer import Designer, DesignCandidate, Pool, RoundSummary
-from engineers.spade.diversity import get_embedder
+from engineers.spade.designer import Designer, DesignCandidate, Pool, RoundSummary, design_samples
 from engineers.spade.memory import Memory
 from testbeds.base import Policy
 from testbeds.sandbox import SandboxPool
@@ -79,8 +80,7 @@ class SpadeEngineer(Engineer):
             self._sandbox = SandboxPool(sandbox_config(self.config))
             self._sandbox.start()
             self._designer = Designer(self.config, corpus=self._corpus, memory=self.memory,
-                                      sandbox=self._sandbox, embedder=get_embedder(self.config.diversity.embedding),
-                                      calls=self._calls)
+                                      sandbox=self._sandbox, calls=self._calls)
         return self._designer
 
     def _policy(self, ctx: DesignContext) -> Policy:
@@ -112,7 +112,7 @@ class SpadeEngineer(Engineer):
         pool = Pool.from_memory(self.memory)
         first = candidates[0] if candidates else None
         return Design(
-            raw=pool.to_json(),
+            raw={**pool.to_json(), "designs": design_samples(candidates)},
             prompt=first.prompt_text if first else None,
             output=first.output if first else None,
             notes={"spade": summary.model_dump(mode="json"),

@@ -154,7 +154,8 @@ class Memory:
         self._db.commit()
 
     def _evict(self) -> None:
-        over = self._db.execute("SELECT COUNT(*) FROM environments WHERE active=1").fetchone()[0] - self.capacity
+        active = self._db.execute("SELECT COUNT(*) FROM environments WHERE active=1").fetchone()[0]
+        over = active - self.capacity
         if over > 0:
             self._db.execute("UPDATE environments SET active=0 WHERE hash IN (SELECT hash FROM "
                              "environments WHERE active=1 ORDER BY seq LIMIT ?)", (over,))

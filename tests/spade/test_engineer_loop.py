@@ -163,3 +163,18 @@ def test_config_rejects_unknown_keys():
         SpadeEngineerConfig.model_validate({"name": "spade", "memmory": False})
     with pytest.raises(ValidationError):
         SpadeEngineerConfig.model_validate({"name": "spade", "admission": {"penalties": {"nope": 1}}})
+
+
+def test_raw_carries_design_samples(tmp_path):
+    engineer = make_engineer(tmp_path, designs_per_round=2)
+    try:
+        design = engineer.design(context(0, ScriptedPolicy([fixture("games_guess_ok.out"),
+                                                            fixture("bad_hint_leak.out")])))
+    finally:
+        engineer.close()
+    ok, leak = design.raw["designs"]
+    assert ok["admitted"] and ok["reason"] == "ok" and ok["env_id"] == design.raw["environments"][0]["hash"]
+    assert ok["penalty"] is None and ok["messages"][0]["role"] == "system"
+    assert "GuessNumberEnv" in ok["completion"]
+    assert not leak["admitted"] and leak["reason"] == "hint_leak" and leak["penalty"] == -0.5
+    assert leak["env_id"] is None and ok["design_id"] != leak["design_id"]
