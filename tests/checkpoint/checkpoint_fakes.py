@@ -31,8 +31,10 @@ class ScriptedCheckpointConfig(CheckpointEngineerConfig):
 
     name: Literal["checkpoint_scripted"] = "checkpoint_scripted"  # type: ignore[assignment]
     """Selects the scripted variant."""
-    outputs: list[str]
-    """What the fake engineer model answers, call by call."""
+    outputs: list[str] = ['The 3x3 maps are solved.\n```json\n{"summary": "more 5x5", "sizes": {"5x5": '
+                          '{"data_ratio": 0.4, "hole_ratio": 0.1, "wait_ratio": 0.2}}}\n```']
+    """What the fake engineer model answers, call by call (the default is one canned answer, so the
+    shared engineer contract suite can build it from ``{"name": ...}`` alone)."""
 
 
 class ScriptedCheckpointEngineer(CheckpointEngineer):
