@@ -211,8 +211,15 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
         return self._sandbox
 
     def _turn_model(self) -> TurnModel:
+        """Scripted (tests), else TRL's vLLM engine once one exists (weights synced), else transformers."""
         if self.turn_model is not None:
             return self.turn_model
+        engine = getattr(self._trl, "vllm_generation", None) if self._trl is not None else None
+        if engine is not None and getattr(engine, "llm", None) is not None:
+            from engineers.spade.play import VLLMTurnModel
+
+            engine.sync_weights()
+            return VLLMTurnModel(engine.llm, self.tokenizer)
         return TransformersTurnModel(self.model, self.tokenizer, batch_size=self.config.micro_batch_size)
 
     def _encode(self, text: str) -> list[int]:

@@ -404,3 +404,36 @@ class TransformersTurnModel:
         finally:
             self.model.train(was_training)
         return out
+
+
+class VLLMTurnModel(TransformersTurnModel):
+    """``TurnModel`` over a vLLM engine (``vllm.LLM``, e.g. TRL's colocated one after ``sync_weights``).
+
+    Rendering is the tokenizer's (inherited); generation continues the exact token prefixes
+    (``TokensPrompt``), and the log-probs are vLLM's sampled-token log-probs (``logprobs=0``), which
+    TRL's importance-sampling correction compares with the trainer's.
+    """
+
+    def __init__(self, llm: Any, tokenizer: Any) -> None:
+        self.llm = llm
+        self.tokenizer = tokenizer
+        self._close, self._open = self._template_parts()
+
+    def generate(self, prefixes: list[list[int]], *, max_new_tokens: int, temperature: float,
+                 seed: int) -> list[Generated]:
+        from vllm import SamplingParams
+        from vllm.inputs import TokensPrompt
+
+        params = SamplingParams(max_tokens=max_new_tokens, temperature=temperature, top_p=1.0, top_k=-1,
+                                logprobs=0, seed=seed)
+        outputs = self.llm.generate([TokensPrompt(prompt_token_ids=p) for p in prefixes], params, use_tqdm=False)
+        eos = self.tokenizer.eos_token_id
+        result = []
+        for out in outputs:
+            choice = out.outputs[0]
+            ids = list(choice.token_ids)
+            lps = [float(step[tok].logprob) if step and tok in step else 0.0
+                   for tok, step in zip(ids, choice.logprobs or [None] * len(ids))]
+            result.append(Generated(ids=ids, logprobs=lps, finished=bool(ids) and ids[-1] == eos,
+                                    text=self.tokenizer.decode(ids, skip_special_tokens=True)))
+        return result
