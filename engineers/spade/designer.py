@@ -9,7 +9,8 @@ mutates one with probability ``mutate_probability`` (chosen uniformly among the 
 entries are listed as negatives. All calls go to the policy in one ``generate`` batch; each
 output is parsed into a ``DesignCandidate``.
 
-``Designer.admit_all(candidates)`` runs ``admission.admit`` on each in the sandbox pool,
+``Designer.admit_all(candidates)`` runs ``admission.admit`` on each in the sandbox pool (one
+thread per sandbox worker),
 flags near duplicates (embedding cosine ≥ threshold against this round's earlier admitted
 designs and the newest ``memory_window`` active memory entries; rejected with ``near_duplicate``
 only when configured), records every design in the memory, and returns a ``RoundSummary``:
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import time
+from concurrent.futures import ThreadPoolExecutor
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -262,8 +264,11 @@ class Designer:
                   generation_seconds: float = 0.0) -> RoundSummary:
         """Admit, flag near duplicates, remember, and measure diversity (module docstring)."""
         t0 = time.monotonic()
-        for cand in candidates:
-            cand.admission = admit(cand, self.sandbox, self.config.admission)
+        workers = max(1, min(len(candidates), self.sandbox.config.workers))
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="spade-admit") as executor:
+            verdicts = list(executor.map(lambda c: admit(c, self.sandbox, self.config.admission), candidates))
+        for cand, verdict in zip(candidates, verdicts):
+            cand.admission = verdict
         t1 = time.monotonic()
         admitted = [c for c in candidates if c.admission and c.admission.admitted]
         vendi = per_n = None

@@ -178,3 +178,14 @@ def test_raw_carries_design_samples(tmp_path):
     assert "GuessNumberEnv" in ok["completion"]
     assert not leak["admitted"] and leak["reason"] == "hint_leak" and leak["penalty"] == -0.5
     assert leak["env_id"] is None and ok["design_id"] != leak["design_id"]
+
+
+def test_parallel_admission_keeps_order(tmp_path):
+    outputs = [fixture("bad_infinite_loop.out"), fixture("games_modarith_ok.out"),
+               fixture("bad_forbidden_import.out"), fixture("tools_bank_ok.out")]
+    engineer = make_engineer(tmp_path, designs_per_round=4, sandbox=FAST_SANDBOX | {"workers": 2})
+    try:
+        design = engineer.design(context(0, ScriptedPolicy(outputs)))
+    finally:
+        engineer.close()
+    assert [d["reason"] for d in design.raw["designs"]] == ["timeout", "ok", "forbidden_import", "ok"]

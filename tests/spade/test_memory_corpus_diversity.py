@@ -176,3 +176,20 @@ def test_minilm_embedder():
     assert np.allclose(np.linalg.norm(x, axis=1), 1.0, atol=1e-5)
     assert vendi_per_n(x[:2]) == pytest.approx(0.5, abs=1e-6)
     assert vendi_per_n(x) > 0.55
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from hypothesis.extra.numpy import arrays  # noqa: E402
+
+
+@settings(max_examples=50, deadline=None)
+@given(arrays(np.float64, st.tuples(st.integers(1, 6), st.integers(1, 5)),
+              elements=st.floats(-10, 10, allow_nan=False)))
+def test_vendi_is_between_one_and_n(x):
+    x = x[np.linalg.norm(x, axis=1) > 1e-3]
+    if len(x) == 0:
+        return
+    score = vendi_score(x)
+    assert 1.0 - 1e-9 <= score <= len(x) + 1e-9
+    assert vendi_score(np.concatenate([x, x])) == pytest.approx(score, rel=1e-6)  # duplicating all rows
