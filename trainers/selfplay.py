@@ -296,6 +296,11 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
     # -- one rollout step ---------------------------------------------------------------------------
     def train_round(self, tasks: Sequence[Task], *, round_index: int, seed: int,
                     log: LogFn | None = None) -> dict[str, float]:
+        from curriculum import distributed
+
+        if distributed.world_size() > 1:
+            raise NotImplementedError("the selfplay trainer runs in one process (rows are built on the main "
+                                      "process); launch without accelerate's multi-process mode")
         cfg: SelfPlayConfig = self.config
         started = time.monotonic()
         self.step = round_index

@@ -118,25 +118,3 @@ class DelayedDesignerBuffer:
         self._samples = {}
         self.add([DesignerSample.model_validate(s) for s in state["samples"]])
 
-
-def design_records(candidates: list[Any], default_penalty: float = -1.0) -> list[dict[str, Any]]:
-    """Part 1's design candidates (``engineers.spade.designer.DesignCandidate``) as the ``designs``
-    of a ``spade_pool`` proposal, i.e. what the ``selfplay`` trainer turns into designer samples.
-
-    One record per design call: ``design_id`` (``r<round>-c<call>``, unique over a run), ``skill``,
-    the prompt ``messages``, the raw ``completion``, the admission verdict and ``reason``, the
-    environment ``env_id`` (its program hash) when admitted, and the rejection ``penalty``.
-    A candidate never sent to admission counts as rejected with ``default_penalty``.
-    """
-    records = []
-    for cand in candidates:
-        verdict = getattr(cand, "admission", None)
-        admitted = bool(verdict is not None and verdict.admitted)
-        reason = "ok" if admitted else (
-            verdict.reason.value if verdict is not None and verdict.reason is not None else "not_admitted")
-        penalty = None if admitted else (
-            verdict.penalty if verdict is not None and verdict.penalty is not None else default_penalty)
-        records.append({"design_id": f"r{cand.round}-c{cand.call}", "skill": cand.skill,
-                        "messages": list(cand.messages), "completion": cand.output, "admitted": admitted,
-                        "reason": reason, "env_id": cand.hash if admitted else None, "penalty": penalty})
-    return records

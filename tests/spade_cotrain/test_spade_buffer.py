@@ -61,23 +61,3 @@ def test_rejects_mismatched_logprobs_and_duplicates():
     with pytest.raises(ValueError):
         buf.add([_sample(0, 0)])
 
-
-def test_design_records_from_part1_candidates():
-    from engineers.spade.admission import AdmissionResult
-    from engineers.spade.buffer import design_records
-    from engineers.spade.config import RejectReason
-    from engineers.spade.designer import DesignCandidate
-
-    def cand(call, admission):
-        return DesignCandidate(round=2, call=call, setting="games", skill="logic",
-                               messages=[{"role": "user", "content": "design"}], output=f"out {call}",
-                               num_tokens=3, corpus_doc_id=None, parent=None, program=f"class E{call}Env: pass",
-                               hint="h", admission=admission)
-
-    ok = cand(0, AdmissionResult(admitted=True))
-    bad = cand(1, AdmissionResult(admitted=False, reason=RejectReason.hint_leak, penalty=-0.5))
-    recs = design_records([ok, bad, cand(2, None)])
-    assert recs[0] == {"design_id": "r2-c0", "skill": "logic", "messages": [{"role": "user", "content": "design"}],
-                       "completion": "out 0", "admitted": True, "reason": "ok", "env_id": ok.hash, "penalty": None}
-    assert (recs[1]["reason"], recs[1]["penalty"], recs[1]["env_id"]) == ("hint_leak", -0.5, None)
-    assert (recs[2]["reason"], recs[2]["penalty"]) == ("not_admitted", -1.0)
