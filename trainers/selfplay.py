@@ -14,7 +14,7 @@ Step t then:
 
 1. admits the new environments into the training pool and buffers the design samples
    (``engineers.spade.buffer``); a rejected design is scored at once with its admission penalty;
-2. plays the play set (this step's new environments first, then the least-played pool
+2. plays the play set (the environments of this step's admitted designs, then the least-played pool
    environments up to ``envs_per_step``): G episodes without the hint and G with it each
    (``engineers.spade.play``), through the sandbox pool;
 3. scores this step's designs: designer signal ``regret`` → 0.4 * clip(regret/0.15, 0, 1) +
@@ -73,7 +73,7 @@ class PoolSettings(BaseModel):
     pool_size: int = Field(64, ge=1)
     """Most environments kept; the oldest leave first."""
     envs_per_step: int = Field(4, ge=1)
-    """Environments played per rollout step (this step's new ones first, then the least played)."""
+    """Environments played per rollout step (those of this step's admitted designs always, then the least played)."""
     retire_win_rate: float = Field(0.9, ge=0.0, le=1.0)
     """Retire an environment once the agent wins this share of its unhinted episodes (mastered)."""
     max_plays: int = Field(8, ge=1)
@@ -258,9 +258,9 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
             reason=str(data.get("reason", "")),
         )
 
-    def _play_set(self, new_ids: list[str]) -> list[str]:
+    def _play_set(self, required: list[str]) -> list[str]:
         limit = self.config.pool.envs_per_step
-        chosen = list(new_ids)
+        chosen = list(required)
         rest = [e for e in self.pool_envs if e not in chosen]
         # least played first; ties broken by a seeded shuffle (resumes identically: rng is saved)
         order = self.rng.permutation(len(rest)) if rest else []
@@ -308,16 +308,18 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
         new_envs: list[str] = []
         designs: list[DesignerSample] = []
         penalties: dict[str, float] = {}
+        step_envs: dict[str, dict[str, Any]] = {}
         for task in tasks:
             kind = task.data.get("kind")
             if kind == "env":
                 d = task.data
-                if d["env_id"] not in self.pool_envs and d["env_id"] not in self.retired:
-                    self.pool_envs[d["env_id"]] = {
-                        "env_id": d["env_id"], "source": d["source"], "hint": d.get("hint", ""),
+                info = {"env_id": d["env_id"], "source": d["source"], "hint": d.get("hint", ""),
                         "skill": d.get("skill", ""), "setting": d.get("setting", "games"),
                         "class_name": d.get("class_name"), "added": self.step, "plays": 0,
                         "win_rate": None, "win_rate_hint": None}
+                step_envs[d["env_id"]] = info
+                if d["env_id"] not in self.pool_envs and d["env_id"] not in self.retired:
+                    self.pool_envs[d["env_id"]] = info
                     new_envs.append(d["env_id"])
             elif kind == "design":
                 sample = self._design_sample(task)
@@ -326,11 +328,14 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
                 designs.append(sample)
             else:
                 raise ValueError(f"selfplay task {task.id!r} has no data.kind 'env' or 'design'")
-        # 2. play
-        play_ids = self._play_set(new_envs)
-        envs = [PlayEnv(env_id=e, source=self.pool_envs[e]["source"], hint=self.pool_envs[e]["hint"],
-                        setting=self.pool_envs[e]["setting"], class_name=self.pool_envs[e]["class_name"],
-                        skill=self.pool_envs[e]["skill"]) for e in play_ids]
+        # 2. play: every environment of this step's admitted designs (their reward needs plays), then
+        # the least-played pool environments (new ones without a design, e.g. an initial pool, included)
+        # (a design that re-creates a retired environment is played once more, outside the pool).
+        known = {**step_envs, **self.pool_envs}
+        designed = [d.env_id for d in designs if d.admitted and d.env_id in known]
+        play_ids = self._play_set(list(dict.fromkeys(designed)))
+        envs = [PlayEnv(env_id=e, source=known[e]["source"], hint=known[e]["hint"], setting=known[e]["setting"],
+                        class_name=known[e]["class_name"], skill=known[e]["skill"]) for e in play_ids]
         episodes = play(self.sandbox(), envs, self._turn_model(), cfg.play, seed=seed) if envs else []
         stats = summarise(envs, episodes)
         for env_id, s in stats.items():
@@ -341,7 +346,7 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
             s["learning_potential"] = R.learning_potential(fast, slow)
             s["regret"] = R.regret(s["returns_hint"], s["returns"])
             s["raw_regret"] = R.raw_regret(s["returns_hint"], s["returns"])
-            entry = self.pool_envs[env_id]
+            entry = known[env_id]
             entry["plays"] += 1
             entry["win_rate"], entry["win_rate_hint"] = s["win_rate"], s["win_rate_hint"]
         # 3. score this step's designs and buffer them
@@ -388,7 +393,9 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
     def _retire(self, stats: dict[str, dict[str, Any]]) -> dict[str, int]:
         pool = self.config.pool
         mastered = [e for e, s in stats.items() if s["win_rate"] >= pool.retire_win_rate]
-        stale = [e for e in stats if e not in mastered and self.pool_envs[e]["plays"] >= pool.max_plays]
+        mastered = [e for e in mastered if e in self.pool_envs]
+        stale = [e for e in stats if e in self.pool_envs and e not in mastered
+                 and self.pool_envs[e]["plays"] >= pool.max_plays]
         for e in mastered:
             self.retired[e] = "mastered"
         for e in stale:
