@@ -115,3 +115,31 @@ def test_is_weights_bite_after_updates(run_config):
         assert max(weights) <= 1.5 + 1e-9
     finally:
         trainer.close()
+
+
+def test_designer_signal_switch(run_config):
+    """regret+anchor by default; |EMA_fast - EMA_slow| when switched; penalties for rejections."""
+    from engineers.spade.buffer import DesignerSample
+    from trainers.selfplay import SelfPlayTrainer
+
+    def sample(i, admitted, skill):
+        return DesignerSample(id=str(i), step=0, skill=skill, prompt_ids=[1], completion_ids=[2],
+                              behaviour_logprobs=[-1.0], env_id=f"e{i}" if admitted else None, admitted=admitted)
+
+    designs = [sample(0, True, "a"), sample(1, False, "a"), sample(2, True, "b")]
+    stats = {"e0": {"returns": [0.3] * 10, "returns_hint": [0.65] * 10, "win_rate": 0.275, "win_rate_hint": 0.7,
+                    "learning_potential": 0.2},
+             "e2": {"returns": [1.0], "returns_hint": [1.0], "win_rate": 1.0, "win_rate_hint": 1.0,
+                    "learning_potential": 0.05}}
+    trainer = SelfPlayTrainer(run_config, testbed=None)
+    rewards, parts = trainer._designer_rewards(designs, stats, {"1": -0.5})
+    blend0 = 0.4 * 1.0 + 0.6 * 0.5
+    assert parts["0"]["regret"] == pytest.approx(0.35) and parts["0"]["uncentred"] == pytest.approx(blend0)
+    assert rewards["0"] == pytest.approx(blend0 - (blend0 - 0.5) / 2)
+    assert rewards["1"] == pytest.approx(-0.5 - (blend0 - 0.5) / 2)
+    assert rewards["2"] == 0.0  # alone in its skill
+    lp = validate_config({**run_config.model_dump(mode="json"),
+                          "trainer": {**run_config.trainer.model_dump(mode="json"), "designer_signal": "learning_potential"}})
+    rewards, parts = SelfPlayTrainer(lp, testbed=None)._designer_rewards(designs, stats, {"1": -0.5})
+    assert parts["0"]["uncentred"] == pytest.approx(0.2)
+    assert rewards["0"] == pytest.approx(0.2 - (0.2 - 0.5) / 2)
