@@ -361,7 +361,9 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
         for row, adv in zip(rows, advantages, strict=True):
             row["advantage"] = adv
         # 5. update through TRL
-        train = self._update(rows, seed, round_index, log) if len(rows) >= 2 else {}
+        train = {"train/loss": 0.0, "train/steps": 0.0, "spade/is_weight_mean": 1.0, "spade/is_weight_clipped_frac": 0.0}
+        if len(rows) >= 2:  # a single row has no group to compare with
+            train.update(self._update(rows, seed, round_index, log))
         self.last_rows = rows
         # 6. retire
         retired = self._retire(stats)
