@@ -180,10 +180,10 @@ class SpadeTestbed(Testbed):
         changes: list[Change] = []
         if isinstance(raw, SpadeProposal):
             return raw, changes
-        if not isinstance(raw, dict):
-            changes.append(Change(path="", proposed=str(raw)[:200], applied="previous pool",
-                                  reason="not a mapping: kept the previous pool without designs"))
-            return SpadeProposal(environments=list(previous.environments)), changes
+        if not isinstance(raw, dict) or not ({"environments", "designs"} & set(raw)):
+            changes.append(Change(path="", proposed=str(raw)[:200], applied="previous proposal",
+                                  reason="no 'environments' or 'designs': kept the previous proposal"))
+            return previous, changes
         envs = []
         for i, item in enumerate(raw.get("environments", [])):
             try:
@@ -213,9 +213,10 @@ class SpadeTestbed(Testbed):
         return tasks
 
     def score(self, task: Task, completion: Completion) -> tuple[float, dict[str, Any]]:
-        """Not used by ``selfplay`` (returns come from the environments); a plain GRPO trainer on
-        this testbed would have no reward, so refuse clearly."""
-        raise NotImplementedError("spade_pool tasks are played by the 'selfplay' trainer (trainer.name=selfplay)")
+        """Not used: the ``selfplay`` trainer takes returns from the environments it plays. A
+        single-turn completion of a pool task earns 0 with a verdict that says so."""
+        return 0.0, {"valid": False, "reason": "spade_pool tasks are played by the selfplay trainer "
+                                               "(trainer.name=selfplay), not scored one completion at a time"}
 
     # -- evaluation ---------------------------------------------------------------------------------
     def _tool_sandbox(self) -> Any:

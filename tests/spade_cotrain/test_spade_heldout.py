@@ -118,3 +118,15 @@ def test_pool_testbed_round_trip():
     tasks = tb.sample(proposal, 0, 0)
     assert [t.data["kind"] for t in tasks] == ["env", "design"]
     assert tasks[0].data["source"] == "class AEnv: pass" and tasks[1].data["design_id"] == "r1-c0"
+
+
+def test_pool_testbed_keeps_previous_on_unusable_raw():
+    from testbeds.heldout.testbed import SpadeProposal, SpadeTestbed, SpadeTestbedConfig
+
+    tb = SpadeTestbed(SpadeTestbedConfig())
+    previous = SpadeProposal(environments=[{"hash": "h", "program": "x"}])
+    for raw in (None, "nonsense", 3, [], {"sizes": "x"}):
+        projected, changes = tb.project(raw, previous)
+        assert projected == previous and changes
+    reward, verdict = tb.score(tb.sample(previous, 1, 0)[0], Completion(text="", num_tokens=0))
+    assert reward == 0.0 and not verdict["valid"]
