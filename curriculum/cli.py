@@ -134,18 +134,26 @@ def list_() -> None:
         console.print(table)
 
 
-@app.command(epilog="Example: curriculum show runs/my-run --round 1")
+@app.command(epilog="Example: curriculum show runs/my-run --round 1   |   curriculum show runs/spade-run --envs")
 def show(
     run_dir: Annotated[Path, typer.Argument(help="A run directory.")],
     round_index: Annotated[Optional[int], typer.Option("--round", help="Show one round in full.")] = None,
+    envs: Annotated[bool, typer.Option("--envs", help="SPADE: list the remembered environments.")] = False,
+    env: Annotated[Optional[str], typer.Option("--env", help="SPADE: one environment (hash or prefix) with its code.")] = None,
 ) -> None:
-    """Show a run: one line per round, or everything the engineer saw and said in one round."""
-    from curriculum.show import show_run
-
+    """Show a run: one line per round, everything the engineer saw and said in one round, or
+    (SPADE) the environments it designed."""
     try:
+        if envs or env is not None:
+            from curriculum.cli_spade import env_panel, envs_table, list_envs, show_env
+
+            console.print(env_panel(show_env(run_dir, env)) if env is not None else envs_table(list_envs(run_dir)))
+            return
+        from curriculum.show import show_run
+
         show_run(run_dir, round_index=round_index, console=console)
-    except (ConfigError, FileNotFoundError) as err:
-        _fail(str(err))
+    except (ConfigError, FileNotFoundError, KeyError) as err:
+        _fail(str(err).strip("'\""))
 
 
 def _mount_subapps() -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.syntax import Syntax
 from rich.table import Table
@@ -84,11 +85,18 @@ class RichReporter(QuietReporter):
             if report.design.changes:
                 self.console.print(f"project made {len(report.design.changes)} change(s):")
                 for change in report.design.changes[:12]:
-                    self.console.print(f"  {change.path}: {change.proposed!r} → {change.applied!r} ({change.reason})")
+                    self.console.print(escape(f"  {change.path}: {_short(change.proposed)} → "
+                                              f"{_short(change.applied)} ({change.reason})"))
                 if len(report.design.changes) > 12:
                     self.console.print(f"  … {len(report.design.changes) - 12} more in design.json")
             for key, value in report.design.diagnostics.items():
-                self.console.print(f"  [dim]{key}[/]: {value}")
+                # Diagnostics may quote model text, which must never be read as rich markup.
+                self.console.print(f"  [dim]{key}[/]: {escape(_short(value))}")
+
+
+def _short(value: Any, limit: int = 160) -> str:
+    text = value if isinstance(value, str) else repr(value)
+    return text if len(text) <= limit else text[:limit] + "…"
 
 
 def proposal_table(proposal: dict[str, Any]) -> Table | str:

@@ -107,8 +107,11 @@ def run(config: RunConfig, *, resume: Path | None = None, reporter: QuietReporte
 
 def _open_run_dir(config: RunConfig, resume: Path | None) -> RunDir:
     if resume is None:
-        return RunDir.create(config)
+        run_dir = RunDir.create(config)
+        run_dir.lock()
+        return run_dir
     run_dir = RunDir.open(resume)
+    run_dir.lock()
     run_dir.check_same_config(config)
     run_dir.discard_partial()
     return run_dir

@@ -110,6 +110,18 @@ ENGINEERS.register(
     "engineers.optuna_engineer:OptunaEngineerConfig",
     "Optuna black-box search (TPE by default) over the generator config; one trial per round.",
 )
+ENGINEERS.register(
+    "checkpoint",
+    "engineers.checkpoint.engineer:CheckpointEngineer",
+    "engineers.checkpoint.config:CheckpointEngineerConfig",
+    "The policy redesigns its own generator config from a failure report (contexts V1–V6).",
+)
+ENGINEERS.register(
+    "spade",
+    "engineers.spade.engineer:SpadeEngineer",
+    "engineers.spade.config:SpadeEngineerConfig",
+    "SPADE: the policy writes environment programs, admitted in the sandbox and remembered.",
+)
 
 # -- trainers -----------------------------------------------------------------------------------
 TRAINERS.register(
@@ -124,3 +136,8 @@ TRAINERS.register(
     "trainers.simulated:SimulatedConfig",
     "A documented parametric learning-dynamics simulation (not a model) for fast benchmarks.",
 )
+
+SHIPPED: dict[str, tuple[str, ...]] = {
+    registry.kind: tuple(registry.names()) for registry in (TESTBEDS, ENGINEERS, TRAINERS)
+}
+"""What this file registers (tests and extensions may register more at run time)."""

@@ -138,6 +138,29 @@ class RunDir:
                 + "\nResume without --config/--set to use the saved config, or start a new run."
             )
 
+    def lock(self) -> None:
+        """Hold an exclusive lock on the run dir for this process's lifetime.
+
+        Two processes writing one run dir (a resume started while an orphaned worker of a killed
+        run is still going) would corrupt it; the kernel drops the lock when the holder dies.
+        """
+        import fcntl
+
+        handle = open(self.path / ".lock", "a+")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "unknown"
+            handle.close()
+            raise ConfigError(f"{self.path} is in use by another run (pid {holder}); "
+                              "stop it before resuming") from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(str(os.getpid()))
+        handle.flush()
+        self._lock_handle = handle  # closing it (or dying) releases the lock
+
     # -- rounds -------------------------------------------------------------------------------
     @property
     def rounds_dir(self) -> Path:

@@ -14,12 +14,12 @@ import numpy as np
 import pytest
 
 from curriculum.records import Design, RoundReport
-from curriculum.registry import ENGINEERS
+from curriculum.registry import ENGINEERS, SHIPPED
 from engineers.base import DesignContext
 from testbeds.base import Completion, EvalReport
 
 # Engineers whose proposals are not generator configs (SPADE designs programs) have their own suites.
-PARAMETRIC = [name for name in ENGINEERS.names() if name != "spade"]
+PARAMETRIC = [name for name in SHIPPED["engineer"] if name != "spade"]
 
 
 class ScriptedPolicy:

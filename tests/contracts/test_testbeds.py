@@ -9,11 +9,11 @@ import pytest
 
 from curriculum.config import load_config
 from curriculum.loop import build_testbed
-from curriculum.registry import TESTBEDS
+from curriculum.registry import SHIPPED
 from testbeds.base import Completion
 
 
-@pytest.fixture(params=TESTBEDS.names())
+@pytest.fixture(params=SHIPPED["testbed"])
 def testbed(request):
     config = load_config(None, [f"testbed.name={request.param}"])
     return build_testbed(config)

@@ -73,9 +73,9 @@ def test_resume_refuses_a_different_config(tiny_model_dir, tmp_path):
 
 
 def test_resume_matches_uninterrupted_run(tiny_model_dir, tmp_path):
-    full = run(load_config(None, tiny_overrides(tiny_model_dir, tmp_path / "a", rounds=3)))
+    full = run(load_config(None, tiny_overrides(tiny_model_dir, tmp_path / "a", rounds=2)))
     # Run the same config in a subprocess, SIGKILL it right after round 0 is committed, resume.
-    resumed = _kill_after_round(tiny_model_dir, tmp_path / "b", rounds=3, kill_when=0)
+    resumed = _kill_after_round(tiny_model_dir, tmp_path / "b", rounds=2, kill_when=0)
     assert [r.eval.score for r in resumed.history] == [r.eval.score for r in full.history]
     assert [r.proposal for r in resumed.history] == [r.proposal for r in full.history]
 
@@ -106,3 +106,11 @@ def _kill_after_round(model_dir: Path, out: Path, *, rounds: int, kill_when: int
     assert tree_digest(committed) == before, "a committed round changed during resume"
     assert not list((run_path / "rounds").glob(".round_*"))
     return result
+
+
+def test_a_run_dir_in_use_is_refused(tiny_model_dir, tmp_path):
+    config = load_config(None, tiny_overrides(tiny_model_dir, tmp_path, rounds=1))
+    holder = RunDir.create(config)
+    holder.lock()
+    with pytest.raises(ConfigError, match="in use by another run"):
+        RunDir.open(holder.path).lock()

@@ -27,7 +27,7 @@ def test_warm_start_lowers_the_loss(tiny_model_dir):
     testbed = build_testbed(load_config(None))
     tasks = testbed.sample(testbed.initial_proposal(np.random.default_rng(0)), 8, seed=2)
     model, tokenizer = load_model(ModelConfig(name_or_path=str(tiny_model_dir)))
-    first = warm_start(model, tokenizer, testbed, tasks, steps=2, learning_rate=3e-3, batch_size=4, seed=0)
-    later = warm_start(model, tokenizer, testbed, tasks, steps=10, learning_rate=3e-3, batch_size=4, seed=0)
+    first = warm_start(model, tokenizer, testbed, tasks, steps=1, learning_rate=5e-3, batch_size=4, seed=0)
+    later = warm_start(model, tokenizer, testbed, tasks, steps=5, learning_rate=5e-3, batch_size=4, seed=0)
     assert later["warmstart/loss"] < first["warmstart/loss"]
     assert first["warmstart/examples"] == 8

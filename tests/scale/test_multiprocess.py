@@ -50,6 +50,27 @@ def _env() -> dict[str, str]:
     return {**os.environ, "OMP_WAIT_POLICY": "PASSIVE", "OMP_NUM_THREADS": "1"}
 
 
+def _kill_tree(pid: int) -> None:
+    """SIGKILL a process and every descendant (torchrun starts workers in their own sessions)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    stack, tree = [pid], []
+    while stack:
+        current = stack.pop()
+        tree.append(current)
+        stack.extend(children.get(current, []))
+    for member in tree:
+        try:
+            os.kill(member, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
 def _digest_events(run_dir: Path) -> list[dict]:
     lines = (run_dir / "metrics.jsonl").read_text().splitlines()
     return [e for e in map(json.loads, lines) if e.get("event") == "rank_weight_digests"]
@@ -67,7 +88,7 @@ def test_two_processes_two_rounds_then_kill_and_resume(tiny_model_dir, tmp_path)
             pytest.fail(proc.stderr.read().decode()[-4000:])
         assert time.monotonic() < deadline, "round 0 was not committed in time"
         time.sleep(0.1)
-    os.killpg(proc.pid, signal.SIGKILL)
+    _kill_tree(proc.pid)
     proc.wait()
     round0 = {p.name: p.read_bytes() for p in committed.glob("*.json")}
 
