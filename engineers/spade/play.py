@@ -254,6 +254,7 @@ def play(pool: Any, envs: Sequence[PlayEnv], model: TurnModel, config: PlayConfi
             ep.observations.append(first.obs)
             ep.prompt_ids = model.prompt_ids(first_messages(owners[i], first.obs, first.info, ep.hinted, config))
 
+        closed: dict[int, bool] = {}  # episode → its last agent turn ended with end-of-turn
         for turn in range(config.max_turns):
             live = [i for i, ep in enumerate(episodes) if not ep.end]
             if not live:
@@ -270,7 +271,7 @@ def play(pool: Any, envs: Sequence[PlayEnv], model: TurnModel, config: PlayConfi
                 ep.logprobs += lps
                 ep.texts.append(out.text)
                 ep.actions.append(action_from_text(out.text, owners[i].setting, config))
-                ep.__dict__["_closed"] = out.finished and len(ids) == len(out.ids)
+                closed[i] = out.finished and len(ids) == len(out.ids)
             # -- parallel environment steps (replayed) ---------------------------------------------
             for i, result, failure in executor.map(run, live):
                 ep = episodes[i]
@@ -293,7 +294,7 @@ def play(pool: Any, envs: Sequence[PlayEnv], model: TurnModel, config: PlayConfi
                 if turn + 1 >= config.max_turns:
                     ep.end = "max_turns"
                     continue
-                env_ids = model.env_turn_ids(last.obs, closed=ep.__dict__.get("_closed", False))
+                env_ids = model.env_turn_ids(last.obs, closed=closed.get(i, False))
                 if len(ep.completion_ids) + len(env_ids) >= config.max_episode_tokens:
                     ep.end = "token_budget"
                     continue
@@ -301,7 +302,6 @@ def play(pool: Any, envs: Sequence[PlayEnv], model: TurnModel, config: PlayConfi
                 ep.env_mask += [0] * len(env_ids)
                 ep.logprobs += [0.0] * len(env_ids)
         for ep in episodes:
-            ep.__dict__.pop("_closed", None)
             if not ep.end:
                 ep.end = "max_turns"
     return episodes
