@@ -47,3 +47,26 @@ def test_broken_env_ends_with_failure(sandbox_pool):
     broken = PlayEnv("bad", "class BadEnv:\n    def reset(self, seed=None):\n        raise ValueError('x')\n")
     episodes = play(sandbox_pool, [broken], ScriptedTurnModel(), PlayConfig(episodes_per_condition=1), seed=0)
     assert all(e.end.startswith("env_failure:") and e.completion_ids == [] for e in episodes)
+
+
+def test_transformers_turn_model_logprobs_match_a_forward_pass(tiny_model_dir):
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from engineers.spade.play import TransformersTurnModel
+
+    tok = AutoTokenizer.from_pretrained(tiny_model_dir)
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
+    tm = TransformersTurnModel(model, tok, batch_size=4)
+    prompts = [tm.prompt_ids([{"role": "user", "content": "hi"}]), tm.prompt_ids([{"role": "user", "content": "a longer prompt"}])]
+    outs = tm.generate(prompts, max_new_tokens=6, temperature=0.7, seed=1)
+    for prompt, out in zip(prompts, outs):
+        assert len(out.ids) == len(out.logprobs) <= 6
+        with torch.no_grad():
+            logits = model(input_ids=torch.tensor([prompt + out.ids])).logits[0, len(prompt) - 1:-1]
+        ref = torch.log_softmax(logits / 0.7, dim=-1)[torch.arange(len(out.ids)), torch.tensor(out.ids)]
+        assert out.logprobs == pytest.approx(ref.tolist(), abs=1e-4)
+    # an environment turn closes the agent's turn once, opens a user turn and the next generation prompt
+    text = tok.decode(tm.env_turn_ids("feedback", closed=True))
+    assert text.startswith("\n<|im_start|>user\nfeedback") and text.endswith("<|im_start|>assistant\n")
+    assert tok.decode(tm.env_turn_ids("x", closed=False)).startswith("<|im_end|>")
