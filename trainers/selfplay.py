@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from engineers.spade import rewards as R
 from engineers.spade.buffer import DelayedDesignerBuffer, DesignerSample
@@ -128,6 +128,24 @@ class SelfPlayConfig(GRPOConfig):
     """Rows per forward/backward pass (the update accumulates over the whole step)."""
     sandbox: SandboxConfig = Field(default_factory=lambda: SandboxConfig(workers=2))
     """Sandbox for playing environments (the synthetic prelude, ``ToolEnv``, is added)."""
+
+
+    @model_validator(mode="before")
+    @classmethod
+    def _play_temperature(cls, data: Any) -> Any:
+        """``play.temperature`` defaults to the training ``temperature``."""
+        if isinstance(data, dict):
+            play = data.get("play") or {}
+            if isinstance(play, dict) and "temperature" not in play:
+                data = {**data, "play": {**play, "temperature": data.get("temperature", 1.0)}}
+        return data
+
+    @model_validator(mode="after")
+    def _same_temperature(self) -> SelfPlayConfig:
+        if self.play.temperature != self.temperature:
+            raise ValueError(f"play.temperature ({self.play.temperature}) must equal temperature ({self.temperature}): "
+                             "the loss and the importance weights read log-probs at the training temperature")
+        return self
 
 
 class SelfPlayTrainer(GRPOTrainerAdapter):
