@@ -143,3 +143,33 @@ def test_designer_signal_switch(run_config):
     rewards, parts = SelfPlayTrainer(lp, testbed=None)._designer_rewards(designs, stats, {"1": -0.5})
     assert parts["0"]["uncentred"] == pytest.approx(0.2)
     assert rewards["0"] == pytest.approx(0.2 - (0.2 - 0.5) / 2)
+
+
+def test_frozen_pool_retires_mastered_for_good(run_config):
+    """A fixed pool handed over every step (the fixed-pool baseline): mastered environments leave
+    and are not re-admitted; only ``envs_per_step`` are played per step."""
+    from spade_fakes import EASY_ENV, GUESS_ENV, HINT
+
+    from testbeds.base import Task
+    from trainers.selfplay import SelfPlayTrainer
+
+    def env_task(env_id, source, hint):
+        return Task(id=env_id, messages=[], data={"kind": "env", "env_id": env_id, "source": source, "hint": hint,
+                                                  "skill": "s", "setting": "games"})
+
+    pool = [env_task("easy", EASY_ENV, "say yes")] + [env_task(f"guess{i}", GUESS_ENV, HINT) for i in range(3)]
+    trainer = SelfPlayTrainer(run_config, testbed=None)
+    trainer.setup(None)
+    trainer.turn_model = ScriptedTurnModel()
+    try:
+        played = []
+        for step in range(3):
+            metrics = trainer.train_round(pool, round_index=step, seed=step)
+            played.append(set(trainer.last_env_results))
+            assert metrics["spade/episodes"] <= 3 * 2 * G
+        assert trainer.retired.get("easy") == "mastered"
+        assert "easy" not in trainer.pool_envs
+        assert sum("easy" in p for p in played) == 1  # played once, mastered, never again
+        assert all(len(p) <= 3 for p in played)
+    finally:
+        trainer.close()
