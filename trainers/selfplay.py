@@ -448,6 +448,7 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
         out["spade/win_rate_hint"] = R.mean([s["win_rate_hint"] for s in stats.values()])
         out["spade/regret_played"] = R.mean([s["regret"] for s in stats.values()])
         out["spade/agent_return"] = R.mean([e.ret for e in episodes if not e.hinted])
+        out["train/mean_reward"] = out["spade/agent_return"]  # the controller's round table shows this key
         out["spade/agent_return_hint"] = R.mean([e.ret for e in episodes if e.hinted])
         out["spade/episodes"] = float(len(episodes))
         out["spade/env_failures"] = float(sum(s["env_failures"] for s in stats.values()))

@@ -104,8 +104,8 @@ def evaluate(policy: Policy, config: ReasoningGymEval, *, seed: int = 0,
         if len(out_samples) < samples:
             out_samples.append({"prompt": it["question"][:500], "response": comp.text[:500],
                                 "answer": it["answer"], "score": score})
-    metrics = {f"heldout/rg/{c}": sum(v) / len(v) for c, v in per_cat.items()}
-    metrics["heldout/rg/mean"] = sum(metrics.values()) / max(len(metrics), 1)
+    metrics = {f"reasoning_gym/{c}": sum(v) / len(v) for c, v in per_cat.items()}
+    metrics["reasoning_gym/mean"] = sum(metrics.values()) / max(len(metrics), 1)  # one '/': shown per round
     breakdown = {"reasoning_gym": {d: sum(v) / len(v) for d, v in per_ds.items()}}
     return metrics, breakdown, out_samples
 

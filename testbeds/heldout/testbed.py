@@ -240,12 +240,12 @@ class SpadeTestbed(Testbed):
             from testbeds.heldout.reasoning import evaluate as rg_evaluate
 
             metrics, breakdown, samples = rg_evaluate(policy, self.config.reasoning_gym, seed=seed)
-            score = metrics["heldout/rg/mean"]
+            score = metrics["reasoning_gym/mean"]
         else:
             from testbeds.heldout.tools import evaluate as tools_evaluate
 
             metrics, breakdown, samples = tools_evaluate(policy, self.config.tools, self._tool_sandbox(), seed=seed)
-            score = metrics["heldout/tools/mean"]
+            score = metrics["tools/mean"]
         metrics = {**metrics, "heldout/evaluated": 1.0, "heldout/call": float(call)}
         self.last_eval = {"score": score, "call": call}
         return EvalReport(score=score, metrics=metrics, breakdown=breakdown, samples=samples)

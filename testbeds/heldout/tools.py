@@ -14,7 +14,7 @@ the final state:
 
 Each task is played ``episodes_per_task`` times from fixed seeds (``eval_seed + i``) with the same
 multi-turn loop as training (text turns; the tool call or final answer is the whole turn), greedy
-by default. Metrics: success rate per task and ``heldout/tools/mean``; the mean number of tool
+by default. Metrics: success rate per task and ``tools/mean``; the mean number of tool
 calls of successful episodes.
 """
 
@@ -294,10 +294,10 @@ def evaluate(policy: Policy, config: ToolSuiteEval, sandbox: Any, *, seed: int =
     per_task: dict[str, list[float]] = {}
     for ep in episodes:
         per_task.setdefault(ep["task"], []).append(1.0 if ep["won"] else 0.0)
-    metrics = {f"heldout/tools/{t}": sum(v) / len(v) for t, v in per_task.items()}
-    metrics["heldout/tools/mean"] = sum(metrics.values()) / max(len(metrics), 1)
+    metrics = {f"tools/{t}": sum(v) / len(v) for t, v in per_task.items()}
+    metrics["tools/mean"] = sum(metrics.values()) / max(len(metrics), 1)
     wins = [ep["calls"] for ep in episodes if ep["won"]]
-    metrics["heldout/tools/calls_when_solved"] = sum(wins) / len(wins) if wins else 0.0
+    metrics["tools/calls_when_solved"] = sum(wins) / len(wins) if wins else 0.0
     out = [{"task": ep["task"], "seed": ep["seed"], "won": ep["won"], "turns": ep["messages"][-4:]}
            for ep in episodes[:samples]]
     return metrics, {"tools": metrics}, out

@@ -65,9 +65,9 @@ class SilentPolicy:
 def test_tool_suite_eval(tool_pool):
     cfg = ToolSuiteEval(tasks=["bank_transfer", "calendar_book"], episodes_per_task=2)
     metrics, _, _ = tools_evaluate(OraclePolicy(tool_pool), cfg, tool_pool)
-    assert metrics["heldout/tools/mean"] == 1.0 and metrics["heldout/tools/calls_when_solved"] == 2.0
+    assert metrics["tools/mean"] == 1.0 and metrics["tools/calls_when_solved"] == 2.0
     metrics, _, _ = tools_evaluate(SilentPolicy(), cfg, tool_pool)
-    assert metrics["heldout/tools/mean"] == 0.0
+    assert metrics["tools/mean"] == 0.0
 
 
 def test_reasoning_gym_items_fixed_and_scored():
@@ -87,9 +87,9 @@ def test_reasoning_gym_items_fixed_and_scored():
             return [Completion(text=f"so \\boxed{{{answers[t.messages[0]['content']]}}}", num_tokens=3) for t in tasks]
 
     metrics, breakdown, _ = rg_evaluate(Oracle(), cfg)
-    assert metrics["heldout/rg/maths"] == 1.0 and metrics["heldout/rg/algorithmic"] == 1.0
+    assert metrics["reasoning_gym/maths"] == 1.0 and metrics["reasoning_gym/algorithmic"] == 1.0
     metrics, _, _ = rg_evaluate(SilentPolicy(), cfg)
-    assert metrics["heldout/rg/mean"] == 0.0
+    assert metrics["reasoning_gym/mean"] == 0.0
 
 
 def test_fixed_reasoning_gym_environments_disjoint_from_eval(tool_pool):
