@@ -94,7 +94,7 @@ class RichReporter(QuietReporter):
                 self.console.print(f"  [dim]{key}[/]: {escape(_short(value))}")
 
 
-def _short(value: Any, limit: int = 160) -> str:
+def _short(value: Any, limit: int = 600) -> str:
     text = value if isinstance(value, str) else repr(value)
     return text if len(text) <= limit else text[:limit] + "…"
 

@@ -174,7 +174,6 @@ class CheckpointEngineer(Engineer):
             "frontier": frontier_movement(breakdown, previous, projected_json, order),
             "summary_check": summary_consistency(summary, breakdown),
         }
-        diagnostics = _markup_safe(diagnostics)
         output = outputs[0] if len(outputs) == 1 else "\n".join(
             f"----- attempt {i + 1} -----\n{text}" for i, text in enumerate(outputs))
         return Design(raw=raw, prompt=prompt_text(messages), output=output if outputs else None,
@@ -205,20 +204,6 @@ class CheckpointEngineer(Engineer):
 
 
 # -- helpers ----------------------------------------------------------------------------------------
-
-def _markup_safe(value: Any) -> Any:
-    """Escape tag-like ``[...]`` in strings (``rich.markup.escape``): the run's round summary prints
-    diagnostics as rich markup, and model or server text such as ``[/INST]`` would raise there."""
-    from rich.markup import escape
-
-    if isinstance(value, str):
-        return escape(value)
-    if isinstance(value, dict):
-        return {k: _markup_safe(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_markup_safe(v) for v in value]
-    return value
-
 
 def _is_vllm_policy(policy: Any) -> bool:
     """A ``trainers.generation.VLLMPolicy`` (or anything exposing a vLLM ``LLM`` as ``.llm``)."""

@@ -95,14 +95,14 @@ def test_killed_compare_reruns_only_missing_runs(tmp_path):
     out = tmp_path / "killed"
     args = ["compare", "--engineers", "random", "--trainer", "simulated", "--seeds", "3", "--rounds", "3",
             "--out", str(out), "--jobs", "1"] + [x for f in FAST for x in ("--set", f)]
-    code = ("import sys; sys.path.insert(0, 'tests/bench'); import conftest; "
-            "from curriculum.cli import app; app(sys.argv[1:])")
+    code = "import sys; from curriculum.cli import app; app(sys.argv[1:])"
     proc = subprocess.Popen([sys.executable, "-c", code, *args], cwd=REPO, start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     first = out / "runs" / "random-seed0" / "rounds"
     second = out / "runs" / "random-seed1" / "rounds"
     deadline = time.time() + 120
     while time.time() < deadline and not (second / "round_000").is_dir():
+        assert proc.poll() is None, "compare died before it could be killed"
         time.sleep(0.05)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
