@@ -18,6 +18,11 @@ from curriculum.records import RoundReport
 from testbeds.base import EvalReport
 
 
+_SUMMARY_KEYS = ("train/mean_reward", "train/valid_rate", "train/steps", "train/seconds")
+"""Training metrics every summary shows; SPADE's ``spade/*`` metrics (designer reward parts,
+regret, win rates with and without hint, admission by reason) are added when present."""
+
+
 class QuietReporter:
     """Does nothing; the interface of every reporter."""
 
@@ -71,7 +76,7 @@ class RichReporter(QuietReporter):
         table = Table(title=f"round {report.round} summary", show_header=True)
         table.add_column("metric")
         table.add_column("value", justify="right")
-        for key in ("train/mean_reward", "train/valid_rate", "train/steps", "train/seconds"):
+        for key in (*_SUMMARY_KEYS, *sorted(k for k in report.train_metrics if k.startswith("spade/"))):
             if key in report.train_metrics:
                 table.add_row(key, f"{report.train_metrics[key]:.4g}")
         table.add_row("eval/score", f"{report.eval.score:.4f}")

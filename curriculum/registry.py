@@ -84,6 +84,12 @@ TESTBEDS.register(
     "testbeds.mapf_frozenlake.testbed:MAPFTestbedConfig",
     "Multi-agent path finding on FrozenLake grids; the engineer edits per-size generator ratios.",
 )
+TESTBEDS.register(
+    "spade_pool",
+    "testbeds.heldout.testbed:SpadeTestbed",
+    "testbeds.heldout.testbed:SpadeTestbedConfig",
+    "SPADE's pool of model-written environments; held-out reasoning-gym (games) or tool-suite eval.",
+)
 
 # -- engineers ----------------------------------------------------------------------------------
 ENGINEERS.register(
@@ -135,6 +141,12 @@ TRAINERS.register(
     "trainers.simulated:SimulatedTrainer",
     "trainers.simulated:SimulatedConfig",
     "A documented parametric learning-dynamics simulation (not a model) for fast benchmarks.",
+)
+TRAINERS.register(
+    "selfplay",
+    "trainers.selfplay:SelfPlayTrainer",
+    "trainers.selfplay:SelfPlayConfig",
+    "SPADE co-training: one policy as designer and agent (GRPO via TRL rollout_func).",
 )
 
 SHIPPED: dict[str, tuple[str, ...]] = {

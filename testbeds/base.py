@@ -94,6 +94,9 @@ class Testbed(ABC):
     """Registry name."""
     proposal_model: ClassVar[type[BaseModel]]
     """The pydantic model engineers edit."""
+    samples_exactly_n: ClassVar[bool] = True
+    """``sample(proposal, n, ...)`` returns exactly ``n`` tasks. Pool testbeds (SPADE) return one
+    task per pool entry instead and set this to ``False``."""
 
     # -- proposal space -----------------------------------------------------------------------
     @abstractmethod

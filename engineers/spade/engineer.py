@@ -93,7 +93,19 @@ class SpadeEngineer(Engineer):
         return ctx.policy
 
     # -- the engineer interface -----------------------------------------------------------------
+    def _remember_outcomes(self, ctx: DesignContext) -> None:
+        """Store what the agent's plays measured (regret, win rates) for remembered environments,
+        so high-regret seeds and too-easy/too-hard negatives reach the next design prompt."""
+        results = (ctx.run_info.get("spade") or {}).get("envs") or {}
+        for env_hash, result in results.items():
+            try:
+                self.memory.update_outcome(env_hash, result.get("regret"), result.get("win_rate_hint"),
+                                           result.get("win_rate"))
+            except KeyError:  # a starting-pool environment (e.g. reasoning-gym) is not in memory
+                continue
+
     def design(self, ctx: DesignContext) -> Design:
+        self._remember_outcomes(ctx)
         round_index = ctx.round + 1
         seed = int(ctx.rng.integers(2**31))
         designer = self.designer(seed)

@@ -156,6 +156,8 @@ def load_initial_pool(spec: str, config: SpadeTestbedConfig) -> list[PoolEnviron
 class SpadeTestbed(Testbed):
     """Pool proposals, ``env``/``design`` tasks for the ``selfplay`` trainer, held-out eval."""
 
+    samples_exactly_n = False  # one task per pool environment and per design, whatever n is
+
     name = "spade_pool"
     proposal_model = SpadeProposal
 

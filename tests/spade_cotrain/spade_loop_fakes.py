@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from spade_fakes import EASY_ENV, GUESS_ENV, HINT
+from cotrain_fakes import EASY_ENV, GUESS_ENV, HINT
 
 from testbeds.base import Task
 
@@ -73,7 +73,7 @@ class ScriptedSelfPlayTrainer(SelfPlayTrainer):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        from spade_fakes import ScriptedTurnModel
+        from cotrain_fakes import ScriptedTurnModel
 
         self.turn_model = ScriptedTurnModel()
 

@@ -1,7 +1,7 @@
 """Agent play through the real sandbox with a scripted agent."""
 
 import pytest
-from spade_fakes import EASY_ENV, GUESS_ENV, HINT, ScriptedTurnModel
+from cotrain_fakes import EASY_ENV, GUESS_ENV, HINT, ScriptedTurnModel
 
 from engineers.spade import rewards as R
 from engineers.spade.play import PlayConfig, PlayEnv, action_from_text, extract_boxed, play, summarise

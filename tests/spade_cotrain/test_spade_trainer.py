@@ -5,7 +5,7 @@ import random
 
 import numpy as np
 import pytest
-from spade_fakes import ScriptedTurnModel
+from cotrain_fakes import ScriptedTurnModel
 from spade_loop_fakes import design_tasks
 
 from curriculum.config import validate_config
@@ -148,7 +148,7 @@ def test_designer_signal_switch(run_config):
 def test_frozen_pool_retires_mastered_for_good(run_config):
     """A fixed pool handed over every step (the fixed-pool baseline): mastered environments leave
     and are not re-admitted; only ``envs_per_step`` are played per step."""
-    from spade_fakes import EASY_ENV, GUESS_ENV, HINT
+    from cotrain_fakes import EASY_ENV, GUESS_ENV, HINT
 
     from testbeds.base import Task
     from trainers.selfplay import SelfPlayTrainer
