@@ -9,6 +9,7 @@ import os
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
+import warnings  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Annotated, Optional  # noqa: E402
 
@@ -18,6 +19,9 @@ from rich.table import Table  # noqa: E402
 
 from curriculum.config import ConfigError, RunConfig, load_config  # noqa: E402
 from curriculum.registry import ENGINEERS, TESTBEDS, TRAINERS  # noqa: E402
+
+# transformers 5 renames gradient checkpointing and warns on every TRL step; not the user's concern.
+warnings.filterwarnings("ignore", category=FutureWarning, module=r"transformers\..*")
 
 app = typer.Typer(
     help="Closed-loop RL curricula for language models: train → eval → design, with pluggable "

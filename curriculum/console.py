@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.console import Console
+from rich.console import Console, Group
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.syntax import Syntax
@@ -121,26 +121,33 @@ def proposal_table(proposal: dict[str, Any]) -> Table | str:
     return table
 
 
-def eval_table(report: EvalReport, title: str = "eval") -> Table:
-    """Rows per (suite, size) from metrics keyed ``metric/suite/size``; columns per metric."""
-    rows: dict[tuple[str, str], dict[str, float]] = {}
-    metrics: list[str] = []
+def eval_table(report: EvalReport, title: str = "eval") -> Group:
+    """Tables from metrics keyed ``metric/suite/part``: metrics that share the same parts (e.g.
+    valid and optimal rate per map size; failure rate per check) go in one table, one row per
+    (suite, part), plus an ``all`` row per suite from the ``metric/suite`` aggregates."""
+    per_metric: dict[str, dict[tuple[str, str], float]] = {}
     for key, value in report.metrics.items():
         parts = key.split("/")
-        if len(parts) != 3:
-            continue
-        name, suite, size = parts
-        rows.setdefault((suite, size), {})[name] = value
-        if name not in metrics:
-            metrics.append(name)
-    table = Table(title=f"{title} (score {report.score:.4f})")
-    table.add_column("suite")
-    table.add_column("size")
-    for name in metrics:
-        table.add_column(name, justify="right")
-    for (suite, size), values in rows.items():
-        table.add_row(suite, size, *(f"{values.get(m, float('nan')):.3f}" for m in metrics))
-    for suite in dict.fromkeys(s for s, _ in rows):
-        table.add_row(suite, "[bold]all", *(f"{report.metrics.get(f'{m}/{suite}', float('nan')):.3f}"
-                                            for m in metrics))
-    return table
+        if len(parts) == 3:
+            per_metric.setdefault(parts[0], {})[(parts[1], parts[2])] = value
+    groups: dict[tuple, list[str]] = {}
+    for name, cells in per_metric.items():
+        groups.setdefault(tuple(cells), []).append(name)
+    tables: list[Table] = []
+    # Tables whose metrics have suite aggregates (the headline rates) come first.
+    ordered = sorted(groups.items(), key=lambda item: not any(
+        f"{n}/{suite}" in report.metrics for n in item[1] for suite, _ in item[0]))
+    for rows, names in ordered:
+        table = Table(title=f"{title} (score {report.score:.4f})" if not tables else None)
+        table.add_column("suite")
+        table.add_column("")
+        for name in names:
+            table.add_column(name, justify="right")
+        for suite, part in rows:
+            table.add_row(suite, part, *(f"{per_metric[n][(suite, part)]:.3f}" for n in names))
+        for suite in dict.fromkeys(s for s, _ in rows):
+            if any(f"{n}/{suite}" in report.metrics for n in names):
+                table.add_row(suite, "[bold]all", *(f"{report.metrics.get(f'{n}/{suite}', float('nan')):.3f}"
+                                                    for n in names))
+        tables.append(table)
+    return Group(*tables)

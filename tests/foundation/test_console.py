@@ -1,0 +1,41 @@
+"""Round summaries and eval tables render any metrics and never read model text as markup."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+
+from curriculum.console import RichReporter, eval_table
+from curriculum.records import Design, DesignRecord, RoundReport
+from testbeds.base import Change, EvalReport
+
+
+def _render(renderable) -> str:
+    console = Console(file=io.StringIO(), width=200, color_system=None)
+    console.print(renderable)
+    return console.file.getvalue()
+
+
+def test_eval_table_groups_per_size_and_per_check_metrics():
+    report = EvalReport(score=0.5, metrics={
+        "valid_rate/3agents": 0.5, "valid_rate/3agents/3x3": 1.0, "valid_rate/3agents/4x4": 0.0,
+        "optimal_rate/3agents/3x3": 0.5, "optimal_rate/3agents/4x4": 0.0, "optimal_rate/3agents": 0.25,
+        "failure_rate/3agents/parsable": 0.5, "failure_rate/3agents/hole_free": 0.0,
+    })
+    text = _render(eval_table(report))
+    assert text.index("valid_rate") < text.index("failure_rate")
+    assert "4x4" in text and "hole_free" in text and "0.250" in text
+
+
+def test_round_summary_prints_model_text_verbatim():
+    design = Design(raw={}, notes={})
+    record = DesignRecord(engineer="x", design=design, projected={"sizes": {}},
+                          changes=[Change(path="a", proposed="[/INST]", applied=1, reason="[bold] clipped")],
+                          diagnostics={"summary": "[/INST] 3x3 is [/] easy"})
+    report = RoundReport(round=0, proposal={}, train_metrics={"train/mean_reward": 0.1, "spade/regret_played": 0.2},
+                         eval=EvalReport(score=0.0, metrics={}), design=record)
+    console = Console(file=io.StringIO(), width=200, color_system=None)
+    RichReporter(console).round_end(report)
+    out = console.file.getvalue()
+    assert "[/INST] 3x3 is [/] easy" in out and "[bold] clipped" in out and "spade/regret_played" in out
