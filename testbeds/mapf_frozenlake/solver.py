@@ -419,23 +419,28 @@ class _CBS:
         best, best_rank = None, -1
         edges = set()
         for c in node.conflicts:
-            i, j, kind, t, a, b = c
-            if kind == "v":
-                ci = self._mdd_width1(node, i, t)
-                cj = self._mdd_width1(node, j, t)
-            else:
-                ci = (t <= len(node.paths[i]) - 1 and self._mdd_width1(node, i, t)
-                      and self._mdd_width1(node, i, t - 1))
-                cj = (t <= len(node.paths[j]) - 1 and self._mdd_width1(node, j, t)
-                      and self._mdd_width1(node, j, t - 1))
-            rank = int(ci) + int(cj)
+            rank = self._cardinality(node, c)
             if rank == 2:
-                edges.add((i, j))
+                edges.add((c[0], c[1]))
             if rank > best_rank:
                 best, best_rank = c, rank
         node.chosen = best
         if edges:
             node.h = _min_vertex_cover(edges)
+
+    def _cardinality(self, node: _Node, conflict) -> int:
+        """How many of the two agents must pass the conflict cell at that time in every optimal
+        path (MDD width 1): 2 = cardinal, 1 = semi-cardinal, 0 = non-cardinal."""
+        i, j, kind, t, _, _ = conflict
+        if kind == "v":
+            ci = self._mdd_width1(node, i, t)
+            cj = self._mdd_width1(node, j, t)
+        else:
+            ci = (t <= len(node.paths[i]) - 1 and self._mdd_width1(node, i, t)
+                  and self._mdd_width1(node, i, t - 1))
+            cj = (t <= len(node.paths[j]) - 1 and self._mdd_width1(node, j, t)
+                  and self._mdd_width1(node, j, t - 1))
+        return int(ci) + int(cj)
 
     def _choose(self, node: _Node):
         if node.chosen is not None and node.chosen in node.conflicts:
@@ -444,16 +449,7 @@ class _CBS:
             return node.conflicts[0]
         best, best_rank = None, -1
         for c in node.conflicts:
-            i, j, kind, t, a, b = c
-            if kind == "v":
-                ci = self._mdd_width1(node, i, t)
-                cj = self._mdd_width1(node, j, t)
-            else:
-                ci = (t <= len(node.paths[i]) - 1 and self._mdd_width1(node, i, t)
-                      and self._mdd_width1(node, i, t - 1))
-                cj = (t <= len(node.paths[j]) - 1 and self._mdd_width1(node, j, t)
-                      and self._mdd_width1(node, j, t - 1))
-            rank = int(ci) + int(cj)
+            rank = self._cardinality(node, c)
             if rank > best_rank:
                 best, best_rank = c, rank
                 if rank == 2:
