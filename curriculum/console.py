@@ -105,12 +105,14 @@ def _short(value: Any, limit: int = 600) -> str:
 
 
 def proposal_table(proposal: dict[str, Any]) -> Table | str:
-    """A per-size table for proposals shaped ``{"sizes": {size: {field: value}}}``; else JSON."""
+    """A per-size table for proposals shaped ``{"sizes": {size: {field: value}}}``; other
+    proposals (e.g. SPADE's pool) as one line per key, lists by their length."""
     sizes = proposal.get("sizes") if isinstance(proposal, dict) else None
     if not isinstance(sizes, dict) or not sizes:
-        import json
-
-        return json.dumps(proposal, indent=1)[:2000]
+        if not isinstance(proposal, dict):
+            return escape(_short(proposal))
+        return escape("\n".join(f"  {key}: {len(value)} item(s)" if isinstance(value, list) else
+                                 f"  {key}: {_short(value)}" for key, value in proposal.items()))
     fields = list(next(iter(sizes.values())).keys())
     table = Table(show_header=True)
     table.add_column("size")

@@ -39,3 +39,10 @@ def test_round_summary_prints_model_text_verbatim():
     RichReporter(console).round_end(report)
     out = console.file.getvalue()
     assert "[/INST] 3x3 is [/] easy" in out and "[bold] clipped" in out and "spade/regret_played" in out
+
+
+def test_non_parametric_proposals_are_summarised_not_dumped():
+    from curriculum.console import proposal_table
+
+    text = _render(proposal_table({"environments": [{"program": "x" * 5000}] * 3, "note": "[b]"}))
+    assert "environments: 3 item(s)" in text and "[b]" in text and "xxxx" not in text
