@@ -16,8 +16,8 @@ Layout::
         state.json              engineer + testbed state, RNG states, next proposal
         checkpoint/             model weights (+ optimizer state)
 
-A round is written into ``rounds/.round_NNN.partial`` and then renamed into place; a rename
-is atomic on POSIX, so a round directory either exists complete or not at all. A run killed
+A round is written into ``rounds/.round_NNN.partial`` (``begin_round``, then the checkpoint)
+and renamed into place by ``finish_round``; a rename is atomic on POSIX, so a round directory either exists complete or not at all. A run killed
 mid-round loses only that round; a resume deletes leftover ``.partial`` directories and
 continues after the last committed round, leaving committed rounds byte-for-byte untouched.
 """
@@ -28,7 +28,6 @@ import json
 import os
 import random
 import shutil
-from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -207,14 +206,6 @@ class RunDir:
         os.rename(partial, final)
         _fsync_dir(self.rounds_dir)
         return final
-
-    def commit_round(self, report: RoundReport, *, state: dict[str, Any],
-                     save_checkpoint: Callable[[Path], None] | None) -> Path:
-        """Single-process commit: records, checkpoint, rename."""
-        partial = self.begin_round(report, state=state)
-        if save_checkpoint is not None:
-            save_checkpoint(partial / "checkpoint")
-        return self.finish_round(report.round)
 
     def load_round(self, index: int) -> RoundReport:
         directory = self.round_dir(index)
