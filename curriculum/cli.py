@@ -17,7 +17,7 @@ import typer  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from curriculum.config import ConfigError, RunConfig, load_config  # noqa: E402
+from curriculum.config import ConfigError, RunConfig, load_config, read_config_file  # noqa: E402
 from curriculum.registry import ENGINEERS, TESTBEDS, TRAINERS  # noqa: E402
 
 # transformers 5 renames gradient checkpointing and warns on every TRL step; not the user's concern.
@@ -49,20 +49,10 @@ def resolve_run_config(config: Optional[Path], overrides: list[str], *, engineer
                        ("rounds", rounds), ("seed", seed), ("output_dir", output_dir), ("run_name", run_name)):
         if value is not None:
             sets.append(f"{key}={value}")
-    # A shortcut that switches plugin drops the other plugin's options from the file.
     data = dict(base or {})
     if config is not None:
-        import yaml
-
-        try:
-            loaded = yaml.safe_load(Path(config).read_text()) or {}
-        except FileNotFoundError:
-            raise ConfigError(f"config file not found: {config}") from None
-        except yaml.YAMLError as err:
-            raise ConfigError(f"{config} is not valid YAML: {err}") from None
-        if not isinstance(loaded, dict):
-            raise ConfigError(f"{config} must contain a mapping at the top level")
-        data.update(loaded)
+        data.update(read_config_file(config))
+    # A shortcut that switches plugin drops the other plugin's options from the file.
     for section, name in (("engineer", engineer), ("testbed", testbed), ("trainer", trainer)):
         current = data.get(section)
         current_name = current.get("name") if isinstance(current, dict) else current

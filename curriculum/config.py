@@ -163,22 +163,27 @@ def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any
     return data
 
 
+def read_config_file(path: str | Path) -> dict[str, Any]:
+    """The mapping in a YAML config file; ConfigError for a missing file, bad YAML or a non-mapping."""
+    try:
+        loaded = yaml.safe_load(Path(path).read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"config file not found: {path}") from None
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{path} is not valid YAML: {err}") from None
+    if loaded is None:
+        return {}
+    if not isinstance(loaded, dict):
+        raise ConfigError(f"{path} must contain a mapping at the top level")
+    return loaded
+
+
 def load_config(path: str | Path | None = None, overrides: list[str] | None = None,
                 base: dict[str, Any] | None = None) -> RunConfig:
     """Read YAML (or start from ``base``), apply ``--set`` overrides, validate; raise ConfigError."""
     data: dict[str, Any] = dict(base or {})
     if path is not None:
-        try:
-            loaded = yaml.safe_load(Path(path).read_text())
-        except FileNotFoundError:
-            raise ConfigError(f"config file not found: {path}") from None
-        except yaml.YAMLError as err:
-            raise ConfigError(f"{path} is not valid YAML: {err}") from None
-        if loaded is None:
-            loaded = {}
-        if not isinstance(loaded, dict):
-            raise ConfigError(f"{path} must contain a mapping at the top level")
-        data.update(loaded)
+        data.update(read_config_file(path))
     data = apply_overrides(data, overrides or [])
     return validate_config(data, source=str(path) if path else "config")
 
