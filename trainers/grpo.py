@@ -195,35 +195,21 @@ class GRPOTrainerAdapter(Trainer):
             return vllm_available()
         return bool(self.config.use_vllm)
 
-    def _trl_args(self, num_tasks: int, seed: int):
-        from trl import GRPOConfig as TRLConfig
-
+    def _shared_trl_args(self, seed: int) -> dict[str, Any]:
+        """``trl.GRPOConfig`` fields that do not depend on how a round is batched (the
+        ``selfplay`` trainer builds its one-step batches on top of these)."""
         cfg = self.config
-        import torch.distributed as dist
-
         if self.run_dir is not None and "tensorboard" in cfg.report_to:
             # transformers 5 reads the TensorBoard directory from the environment only.
             os.environ.setdefault("TENSORBOARD_LOGGING_DIR", str(self.run_dir / "tensorboard"))
-
-        world = dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
-        per_device = cfg.prompts_per_step * cfg.num_generations // (cfg.gradient_accumulation_steps * world)
-        steps = cfg.max_steps_per_round
-        if steps is None:
-            steps = max(1, math.ceil(num_tasks * cfg.epochs_per_round / cfg.prompts_per_step))
-        return TRLConfig(
+        return dict(
             output_dir=str(self._scratch),
             learning_rate=cfg.learning_rate,
             lr_scheduler_type="constant",
             weight_decay=cfg.weight_decay,
-            per_device_train_batch_size=max(per_device, 1),
-            gradient_accumulation_steps=cfg.gradient_accumulation_steps,
-            num_generations=cfg.num_generations,
-            max_steps=steps,
             beta=cfg.beta,
             epsilon=cfg.epsilon,
             loss_type=cfg.loss_type,
-            scale_rewards=cfg.scale_rewards,
-            max_completion_length=cfg.max_completion_length,
             temperature=cfg.temperature,
             **({"gradient_checkpointing": True} if cfg.gradient_checkpointing else {}),
             bf16=cfg.bf16,
@@ -241,10 +227,30 @@ class GRPOTrainerAdapter(Trainer):
             disable_tqdm=True,
         )
 
+    def _trl_args(self, num_tasks: int, seed: int):
+        import torch.distributed as dist
+        from trl import GRPOConfig as TRLConfig
+
+        cfg = self.config
+        world = dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
+        per_device = cfg.prompts_per_step * cfg.num_generations // (cfg.gradient_accumulation_steps * world)
+        steps = cfg.max_steps_per_round
+        if steps is None:
+            steps = max(1, math.ceil(num_tasks * cfg.epochs_per_round / cfg.prompts_per_step))
+        return TRLConfig(
+            **self._shared_trl_args(seed),
+            per_device_train_batch_size=max(per_device, 1),
+            gradient_accumulation_steps=cfg.gradient_accumulation_steps,
+            num_generations=cfg.num_generations,
+            max_steps=steps,
+            scale_rewards=cfg.scale_rewards,
+            max_completion_length=cfg.max_completion_length,
+        )
+
     def train_round(self, tasks: Sequence[Task], *, round_index: int, seed: int,
                     log: LogFn | None = None) -> dict[str, float]:
         from datasets import Dataset
-        from transformers import PrinterCallback, TrainerCallback
+        from transformers import PrinterCallback
         from trl import GRPOTrainer
 
         by_index = list(tasks)
@@ -279,18 +285,13 @@ class GRPOTrainerAdapter(Trainer):
 
         reward.__name__ = f"{testbed.name}_reward"
 
-        class _Forward(TrainerCallback):
-            def on_log(self, args, state, control, logs=None, **kwargs):
-                if log is not None and logs:
-                    log({"round": round_index, "step": state.global_step, **logs})
-
         trainer = GRPOTrainer(
             model=self.model,
             reward_funcs=[reward],
             args=self._trl_args(len(by_index), seed),
             train_dataset=dataset,
             processing_class=self.tokenizer,
-            callbacks=[_Forward()],
+            callbacks=[log_forwarder(log, round_index)],
             optimizers=(self.optimizer, _constant_schedule(self.optimizer)) if self.optimizer else (None, None),
         )
         # Progress and metrics go through our reporter and metrics.jsonl, not TRL's printer.
@@ -345,6 +346,18 @@ class GRPOTrainerAdapter(Trainer):
 
     def run_info(self) -> dict[str, Any]:
         return {"trainer": "grpo", "algorithm": "GRPO (TRL)", **self.config.model_dump(mode="json")}
+
+
+def log_forwarder(log: LogFn | None, round_index: int) -> Any:
+    """A TRL callback that hands each log record, tagged with round and step, to ``log``."""
+    from transformers import TrainerCallback
+
+    class _Forward(TrainerCallback):
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            if log is not None and logs:
+                log({"round": round_index, "step": state.global_step, **logs})
+
+    return _Forward()
 
 
 def _constant_schedule(optimizer: Any):

@@ -60,7 +60,7 @@ from engineers.spade.play import Episode, PlayConfig, PlayEnv, TransformersTurnM
 from testbeds.base import Task, Testbed
 from testbeds.sandbox import SandboxConfig
 from trainers.base import LogFn
-from trainers.grpo import GRPOConfig, GRPOTrainerAdapter, _constant_schedule, _cuda
+from trainers.grpo import GRPOConfig, GRPOTrainerAdapter, _constant_schedule, log_forwarder
 
 STATE_FILE = "selfplay_state.json"
 
@@ -465,25 +465,19 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
     # -- the GRPO update ----------------------------------------------------------------------------
     def _update(self, rows: list[dict[str, Any]], seed: int, round_index: int, log: LogFn | None) -> dict[str, float]:
         from datasets import Dataset
-        from transformers import PrinterCallback, TrainerCallback
+        from transformers import PrinterCallback
         from trl import GRPOConfig as TRLConfig
 
         cfg: SelfPlayConfig = self.config
         n = len(rows)
         accum = next(a for a in range(math.ceil(n / cfg.micro_batch_size), n + 1) if n % a == 0)
         args = TRLConfig(
-            output_dir=str(self._scratch), learning_rate=cfg.learning_rate, lr_scheduler_type="constant",
-            weight_decay=cfg.weight_decay, per_device_train_batch_size=n // accum,
-            gradient_accumulation_steps=accum, num_generations=n, max_steps=1, beta=cfg.beta,
-            epsilon=cfg.epsilon, loss_type=cfg.loss_type, scale_rewards="none",
-            max_completion_length=max(len(r["completion_ids"]) for r in rows), temperature=cfg.temperature,
-            **({"gradient_checkpointing": True} if cfg.gradient_checkpointing else {}),
-            bf16=cfg.bf16, use_cpu=not _cuda(), use_vllm=self._use_vllm(), vllm_mode=cfg.vllm_mode,
-            vllm_server_host=cfg.vllm_server_host, vllm_server_port=cfg.vllm_server_port,
-            vllm_gpu_memory_utilization=cfg.vllm_gpu_memory_utilization,
+            **{**self._shared_trl_args(seed), "logging_steps": 1},
+            per_device_train_batch_size=n // accum, gradient_accumulation_steps=accum, num_generations=n,
+            max_steps=1, scale_rewards="none",
+            max_completion_length=max(len(r["completion_ids"]) for r in rows),
             vllm_importance_sampling_mode="token_truncate", vllm_importance_sampling_clip_max=cfg.is_cap,
-            report_to=list(cfg.report_to) or "none", logging_steps=1, save_strategy="no",
-            seed=seed, data_seed=seed, disable_tqdm=True, shuffle_dataset=False,
+            shuffle_dataset=False,
         )
 
         def rollout(prompts: list, trainer: Any) -> dict[str, Any]:
@@ -498,15 +492,10 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
         def spade_reward(prompts: list, completions: list, spade_reward: list, **_: Any) -> list[float]:
             return [float(v) for v in spade_reward]
 
-        class _Forward(TrainerCallback):
-            def on_log(self, args, state, control, logs=None, **kwargs):
-                if log is not None and logs:
-                    log({"round": round_index, "step": state.global_step, **logs})
-
         trainer = _SpadeGRPO(
             rows=rows, is_cap=cfg.is_cap, model=self.model, reward_funcs=[spade_reward], args=args,
             train_dataset=Dataset.from_list([{"prompt": "spade rollout step"}]),
-            processing_class=self.tokenizer, callbacks=[_Forward()], rollout_func=rollout,
+            processing_class=self.tokenizer, callbacks=[log_forwarder(log, round_index)], rollout_func=rollout,
             optimizers=(self.optimizer, _constant_schedule(self.optimizer)) if self.optimizer else (None, None),
         )
         trainer.remove_callback(PrinterCallback)
