@@ -70,16 +70,16 @@ def run(config: RunConfig, *, resume: Path | None = None, reporter: QuietReporte
     main = distributed.is_main()
     reporter = (reporter or QuietReporter()) if main else QuietReporter()
     # The main process creates or checks the run dir; a refusal must stop every rank.
-    path, error = None, None
+    opened, error = None, None
     if main:
         try:
-            path = _open_run_dir(config, resume).path
+            opened = _open_run_dir(config, resume)  # keeps the run-dir lock for the whole run
         except ConfigError as err:
             error = str(err)
-    path, error = distributed.broadcast((path, error))
+    path, error = distributed.broadcast((opened.path if opened else None, error))
     if error is not None:
         raise ConfigError(error)
-    run_dir = RunDir(path)
+    run_dir = opened or RunDir(path)
     reporter.config(dump_config(config), str(run_dir.path))
 
     testbed = build_testbed(config)
@@ -102,6 +102,8 @@ def run(config: RunConfig, *, resume: Path | None = None, reporter: QuietReporte
     finally:
         engineer.close()
         trainer.close()
+        if opened is not None:
+            opened.unlock()
     return RunResult(run_dir=run_dir.path, history=history)
 
 

@@ -160,6 +160,13 @@ class RunDir:
         handle.flush()
         self._lock_handle = handle  # closing it (or dying) releases the lock
 
+    def unlock(self) -> None:
+        """Release the lock now (objects of a finished run may outlive it in reference cycles)."""
+        handle = getattr(self, "_lock_handle", None)
+        if handle is not None:
+            handle.close()
+            self._lock_handle = None
+
     # -- rounds -------------------------------------------------------------------------------
     @property
     def rounds_dir(self) -> Path:

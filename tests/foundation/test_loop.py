@@ -114,3 +114,20 @@ def test_a_run_dir_in_use_is_refused(tiny_model_dir, tmp_path):
     holder.lock()
     with pytest.raises(ConfigError, match="in use by another run"):
         RunDir.open(holder.path).lock()
+
+
+def test_the_run_dir_stays_locked_while_the_run_goes(tiny_model_dir, tmp_path):
+    from curriculum.console import QuietReporter
+
+    seen: list[str] = []
+
+    class Probe(QuietReporter):
+        def round_start(self, index, total, proposal):
+            try:
+                RunDir.open(tmp_path / "run").lock()
+                seen.append("not locked")
+            except ConfigError:
+                seen.append("locked")
+
+    run(load_config(None, tiny_overrides(tiny_model_dir, tmp_path, rounds=1)), reporter=Probe())
+    assert seen == ["locked"]
