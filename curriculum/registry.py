@@ -96,13 +96,13 @@ ENGINEERS.register(
     "fixed",
     "engineers.fixed:FixedEngineer",
     "engineers.fixed:FixedEngineerConfig",
-    "Keeps the starting proposal every round (no curriculum).",
+    "Keeps the starting proposal every round; with the random cold start the paper's 'GRPO (random)' baseline.",
 )
 ENGINEERS.register(
     "random",
     "engineers.random:RandomEngineer",
     "engineers.random:RandomEngineerConfig",
-    "Samples a fresh legal proposal each round: the paper's 'GRPO (random)' baseline.",
+    "Samples a fresh legal proposal each round (our re-drawn baseline; not the paper's fixed one).",
 )
 ENGINEERS.register(
     "frontier",

@@ -1,4 +1,16 @@
-"""``fixed``: keep the starting proposal for every round (training without a curriculum)."""
+"""``fixed``: keep the starting proposal for every round (training without a curriculum).
+
+With the testbed's default random cold start (MAPF-FrozenLake: ``testbed.initial_proposal:
+random``) this is the Trainee-to-Trainer paper's baseline "Qwen3-4B + GRPO (random)" (SPEC §1.8):
+the same backbone and training procedure with the *random round-0 config kept fixed for every
+round* and no engineer. ``configs/mapf_qwen3_4b_baseline.yaml`` is that baseline at the paper's
+scale. With an explicit ``testbed.initial_proposal`` it is a fixed hand-chosen distribution
+instead; with the ``spade_pool`` testbed it is SPADE's fixed-environment GRPO baseline (the pool
+handed over unchanged every step).
+
+Not to be confused with ``random`` (``engineers/random.py``), which re-draws the config every
+round: a second, different baseline.
+"""
 
 from __future__ import annotations
 
@@ -10,14 +22,14 @@ from engineers.base import DesignContext, Engineer
 
 
 class FixedEngineerConfig(PluginConfig):
-    """The fixed baseline has no knobs."""
+    """The fixed baseline has no knobs; the starting proposal is the testbed's ``initial_proposal``."""
 
     name: Literal["fixed"] = "fixed"
     """Selects this engineer."""
 
 
 class FixedEngineer(Engineer):
-    """Returns the current proposal unchanged."""
+    """Returns the current proposal unchanged, so every round trains on the round-0 proposal."""
 
     name = "fixed"
 

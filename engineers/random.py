@@ -1,7 +1,9 @@
 """``random``: a fresh uniformly random legal proposal every round.
 
-This is the paper's "GRPO (random config)" baseline: the training distribution changes each
-round, but not in response to what the policy got wrong.
+A baseline of our own (SPEC §1.8 names it as the second, weaker one): the training distribution
+changes each round, but not in response to what the policy got wrong. It is **not** the paper's
+"GRPO (random)" baseline: that one keeps the random round-0 config fixed for every round, which
+is ``fixed`` with the random cold start (``engineers/fixed.py``).
 """
 
 from __future__ import annotations
