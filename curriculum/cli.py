@@ -30,12 +30,12 @@ app = typer.Typer(
     rich_markup_mode="rich",
 )
 console = Console()
-err_console = Console(stderr=True)
 
 
 def _fail(message: str, code: int = 2) -> None:
-    err_console.print(f"[bold red]error:[/] {message}", highlight=False)
-    raise typer.Exit(code)
+    from curriculum.console import fail
+
+    fail(message, code)
 
 
 def resolve_run_config(config: Optional[Path], overrides: list[str], *, engineer: Optional[str] = None,

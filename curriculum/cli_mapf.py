@@ -1,33 +1,55 @@
-"""``curriculum mapf``: solve, validate and generate MAPF-FrozenLake instances from the shell."""
+"""``curriculum mapf``: solve, validate and generate MAPF-FrozenLake instances from the shell.
+
+``solve`` and ``validate`` read JSONL and print exactly one JSON line per non-blank input line,
+in order, each with the input's ``"line"`` number: a result, or ``{"line", "id", "error"}``
+naming what was wrong with that line (bad encoding, bad JSON, a missing field, an invalid
+instance). The exit status is 0 when every line gave a result, 1 when any line gave an error,
+2 when the file itself could not be read.
+"""
 
 from __future__ import annotations
 
 import json
-import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+
+from curriculum.console import fail
 
 app = typer.Typer(help="MAPF-FrozenLake tools: optimal solving, answer validation, generation.",
                   no_args_is_help=True)
 
 
-def _lines(path: Path):
-    stream = sys.stdin if str(path) == "-" else path.open()
-    for line in stream:
-        if line.strip():
-            yield line
+def _each_record(file: Path, handle: Callable[..., dict[str, Any]], *, solve: bool) -> None:
+    """Print one output line per input record; exit 1 if any record failed."""
+    from curriculum.config import ConfigError
+    from curriculum.userfiles import EXIT_SOME_FAILED, jsonl_records
+    from testbeds.mapf_frozenlake.batch import error_result
+
+    failed = False
+    try:
+        for record in jsonl_records(file):
+            if record.error is not None:
+                out = error_result(record.error, line=record.line, solve=solve)
+            else:
+                out = handle(record.value, line=record.line)
+            failed = failed or "error" in out
+            typer.echo(json.dumps(out))
+    except ConfigError as err:
+        fail(str(err))
+    raise typer.Exit(EXIT_SOME_FAILED if failed else 0)
 
 
 @app.command("solve")
 def solve_command(
     file: Annotated[Path, typer.Argument(help="JSONL of instances ('-' for stdin).")],
-    time_budget: Annotated[float, typer.Option(help="Seconds per instance.")] = 10.0,
-    node_budget: Annotated[int, typer.Option(help="CBS nodes per instance.")] = 100_000,
+    time_budget: Annotated[float, typer.Option(min=0.0, help="Seconds per instance.")] = 10.0,
+    node_budget: Annotated[int, typer.Option(min=1, help="CBS nodes per instance.")] = 100_000,
 ) -> None:
     """Solve each instance optimally (sum of costs); print one JSON line per instance:
-    {"id", "status": solved|unsolvable|budget, "cost", "plan"}.
+    {"line", "id", "status": solved|unsolvable|budget|error, "cost", "plan"} (+ "error").
 
     Example:
 
@@ -35,10 +57,12 @@ def solve_command(
 
         curriculum mapf solve x.jsonl
     """
-    from testbeds.mapf_frozenlake.batch import solve_line
+    from testbeds.mapf_frozenlake.batch import solve_record
 
-    for line in _lines(file):
-        typer.echo(json.dumps(solve_line(line, time_budget_s=time_budget, node_budget=node_budget)))
+    def handle(value: Any, line: int) -> dict[str, Any]:
+        return solve_record(value, line=line, time_budget_s=time_budget, node_budget=node_budget)
+
+    _each_record(file, handle, solve=True)
 
 
 @app.command("validate")
@@ -46,7 +70,7 @@ def validate_command(
     file: Annotated[Path, typer.Argument(help="JSONL of {instance, response} ('-' for stdin).")],
 ) -> None:
     """Run the eight validity checks on each response; print one JSON line per input with
-    the checks, failure reasons, cost, optimal cost and reward.
+    the checks, failure reasons, cost, optimal cost and reward (or the line's error).
 
     Example:
 
@@ -54,19 +78,41 @@ def validate_command(
 
         curriculum mapf validate r.jsonl
     """
-    from testbeds.mapf_frozenlake.batch import validate_line
+    from testbeds.mapf_frozenlake.batch import validate_record
 
-    for line in _lines(file):
-        typer.echo(json.dumps(validate_line(line)))
+    _each_record(file, validate_record, solve=False)
+
+
+def _generator_config(path: Path):
+    """The ``GeneratorConfig`` in a JSON file, or a readable refusal."""
+    from pydantic import ValidationError
+
+    from curriculum.config import ConfigError, format_errors
+    from curriculum.userfiles import read_user_text
+    from testbeds.mapf_frozenlake.config import GeneratorConfig
+
+    try:
+        text = read_user_text(path, "generator config")
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{path} is not valid JSON: {exc}") from None
+        if not isinstance(data, dict):
+            raise ConfigError(f"{path} must contain a JSON object (a GeneratorConfig)")
+        return GeneratorConfig.model_validate(data)
+    except ValidationError as err:
+        fail(format_errors(err, data, str(path)).replace("invalid", "invalid generator config", 1))
+    except ConfigError as err:
+        fail(str(err))
 
 
 @app.command("generate")
 def generate_command(
-    n: Annotated[int, typer.Option(help="Number of instances.")] = 10,
-    agents: Annotated[int, typer.Option(help="Agents per instance.")] = 2,
-    seed: Annotated[int, typer.Option(help="Seed.")] = 0,
+    n: Annotated[int, typer.Option(min=0, help="Number of instances.")] = 10,
+    agents: Annotated[int, typer.Option(min=1, help="Agents per instance.")] = 2,
+    seed: Annotated[int, typer.Option(min=0, help="Seed.")] = 0,
     config: Annotated[Path | None, typer.Option(help="GeneratorConfig JSON (default: random from --seed).")] = None,
-    workers: Annotated[int | None, typer.Option(help="Processes (default: 2 for large n).")] = None,
+    workers: Annotated[int | None, typer.Option(min=1, help="Processes (default: 2 for large n).")] = None,
 ) -> None:
     """Generate solvable instances with optimal plans; print them as JSONL and the per-size
     report (requested vs achieved ratios) on stderr.
@@ -77,12 +123,14 @@ def generate_command(
     """
     import numpy as np
 
-    from testbeds.mapf_frozenlake.config import GeneratorConfig, random_config
+    from testbeds.mapf_frozenlake.config import random_config
     from testbeds.mapf_frozenlake.generator import generate
 
-    cfg = (GeneratorConfig.model_validate_json(config.read_text()) if config
-           else random_config(np.random.default_rng(seed)))
-    res = generate(cfg, n, agents=agents, seed=seed, workers=workers)
+    cfg = _generator_config(config) if config else random_config(np.random.default_rng(seed))
+    try:
+        res = generate(cfg, n, agents=agents, seed=seed, workers=workers)
+    except ValueError as err:  # e.g. more agents than the configured maps can hold
+        fail(str(err))
     for inst in res.instances:
         typer.echo(inst.to_json())
     typer.echo(json.dumps({s: r.to_dict() for s, r in res.report.items()}), err=True)

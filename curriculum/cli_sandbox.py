@@ -30,14 +30,30 @@ def try_command(
 
     Prints each result as it comes, then one JSON line {"ok", "error", "steps"}.
     Exits 1 when anything failed."""
+    from curriculum.config import ConfigError
+    from curriculum.console import fail
+    from curriculum.userfiles import read_user_text
     from testbeds.sandbox import SandboxConfig, try_program
 
-    actions = [json.loads(a) for a in action or []] if json_actions else list(action or [])
-    report = try_program(file.read_text(), actions, seed=seed, class_name=class_name,
+    try:
+        program = read_user_text(file, "environment program")
+        actions = [_json_action(a) for a in action or []] if json_actions else list(action or [])
+    except ConfigError as err:
+        fail(str(err))
+    report = try_program(program, actions, seed=seed, class_name=class_name,
                          config=SandboxConfig(allow_degraded=allow_degraded),
                          echo=lambda entry: typer.echo(f"{entry['call']}: {json.dumps(entry)}"))
     typer.echo(report.model_dump_json())
     raise typer.Exit(0 if report.ok else 1)
+
+
+def _json_action(text: str):
+    from curriculum.config import ConfigError
+
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise ConfigError(f"--action {text!r} is not JSON ({exc})") from None
 
 
 @app.command("doctor", epilog="Example: curriculum sandbox doctor")

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from curriculum.config import ConfigError, RunConfig, apply_overrides, validate_config
+from curriculum.config import ConfigError, RunConfig, apply_overrides, read_config_file, validate_config
 from curriculum.registry import ENGINEERS
 from curriculum.report import (RunSummary, plot_distribution, plot_final_by_size, plot_score_curves,
                                rates_by_size)
@@ -127,13 +127,7 @@ def _base_data(spec: CompareSpec) -> dict[str, Any]:
         path = DEFAULT_CONFIGS[spec.trainer]
     if path is None:
         return {}
-    try:
-        loaded = yaml.safe_load(Path(path).read_text()) or {}
-    except FileNotFoundError:
-        raise ConfigError(f"config file not found: {path}") from None
-    if not isinstance(loaded, dict):
-        raise ConfigError(f"{path} must contain a mapping at the top level")
-    return loaded
+    return read_config_file(path)
 
 
 def _section(data: dict[str, Any], key: str, name: str | None) -> None:

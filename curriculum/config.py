@@ -164,13 +164,17 @@ def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any
 
 
 def read_config_file(path: str | Path) -> dict[str, Any]:
-    """The mapping in a YAML config file; ConfigError for a missing file, bad YAML or a non-mapping."""
+    """The mapping in a YAML config file; ConfigError for an unreadable file (missing, a
+    directory, no permission, not UTF-8), bad YAML or a non-mapping."""
+    from curriculum.userfiles import read_user_text
+
+    text = read_user_text(path, "config file")
     try:
-        loaded = yaml.safe_load(Path(path).read_text())
-    except FileNotFoundError:
-        raise ConfigError(f"config file not found: {path}") from None
+        loaded = yaml.safe_load(text)
     except yaml.YAMLError as err:
         raise ConfigError(f"{path} is not valid YAML: {err}") from None
+    except RecursionError:
+        raise ConfigError(f"{path} is not valid YAML: nested too deeply") from None
     if loaded is None:
         return {}
     if not isinstance(loaded, dict):

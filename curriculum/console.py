@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import typer
 from rich.console import Console, Group
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -21,6 +22,13 @@ from testbeds.base import EvalReport
 _SUMMARY_KEYS = ("train/mean_reward", "train/valid_rate", "train/steps", "train/seconds")
 """Training metrics every summary shows; SPADE's ``spade/*`` metrics (designer reward parts,
 regret, win rates with and without hint, admission by reason) are added when present."""
+
+
+def fail(message: str, code: int = 2) -> None:
+    """Print ``error: message`` on stderr and exit with ``code`` (the CLI's one way to refuse)."""
+    Console(stderr=True).print(f"[bold red]error:[/] {escape(message)}", highlight=False,
+                               soft_wrap=True)
+    raise typer.Exit(code)
 
 
 class QuietReporter:

@@ -19,10 +19,9 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-import yaml
-
-from curriculum.config import RunConfig, dump_config
+from curriculum.config import ConfigError, RunConfig, dump_config, read_config_file
 from trainers.models import EMBEDDED
 
 _KNOWN_PARAMS = {EMBEDDED: 134_515_008}
@@ -38,11 +37,14 @@ class Strategy:
 
 def read_strategy(accelerate_config: Path | None) -> Strategy:
     if accelerate_config is not None:
-        data = yaml.safe_load(Path(accelerate_config).read_text()) or {}
-        processes = int(data.get("num_processes", 1))
+        data = read_config_file(accelerate_config)
+        processes = _int_setting(data, "num_processes", 1, accelerate_config)
         kind = str(data.get("distributed_type", "NO"))
         if kind == "DEEPSPEED":
-            return Strategy(f"zero{int((data.get('deepspeed_config') or {}).get('zero_stage', 2))}", processes)
+            deepspeed = data.get("deepspeed_config")
+            stage = _int_setting(deepspeed if isinstance(deepspeed, dict) else {}, "zero_stage", 2,
+                                 accelerate_config)
+            return Strategy(f"zero{stage}", processes)
         if kind == "FSDP":
             return Strategy("fsdp", processes)
         return Strategy("ddp" if processes > 1 else "single", processes)
@@ -54,16 +56,36 @@ def read_strategy(accelerate_config: Path | None) -> Strategy:
     return Strategy("ddp" if processes > 1 else "single", processes)
 
 
+def _int_setting(data: dict[str, Any], key: str, default: int, source: Path) -> int:
+    value = data.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise ConfigError(f"{source}: {key} must be an integer (got {value!r})")
+    try:
+        return int(value)
+    except ValueError:
+        raise ConfigError(f"{source}: {key} must be an integer (got {value!r})") from None
+
+
+def _model_config_json(path: Path) -> dict[str, Any] | None:
+    """A local model's ``config.json`` as a dict, ``None`` if absent or unreadable (the plan
+    then falls back to the size in the model's name)."""
+    try:
+        cfg = json.loads(path.read_bytes())
+    except (OSError, ValueError, RecursionError):
+        return None
+    return cfg if isinstance(cfg, dict) else None
+
+
 def parameter_count(name_or_path: str) -> int | None:
     """From a local config.json when there is one, else from the size in the model's name."""
     if name_or_path in _KNOWN_PARAMS:
         return _KNOWN_PARAMS[name_or_path]
     config_path = Path(name_or_path) / "config.json"
-    if config_path.is_file():
-        cfg = json.loads(config_path.read_text())
+    cfg = _model_config_json(config_path)
+    if cfg is not None:
         hidden, layers = cfg.get("hidden_size"), cfg.get("num_hidden_layers")
         vocab, inter = cfg.get("vocab_size"), cfg.get("intermediate_size")
-        if hidden and layers and vocab and inter:
+        if all(isinstance(x, int) and x > 0 for x in (hidden, layers, vocab, inter)):
             return int(vocab * hidden + layers * (4 * hidden * hidden + 3 * hidden * inter))
     # "Qwen3-4B", "Qwen3-30B-A3B" (total parameters, not active), "SmolLM2-135M"
     match = re.search(r"(\d+(?:\.\d+)?)([BM])(?![a-z])", Path(name_or_path).name, re.IGNORECASE)

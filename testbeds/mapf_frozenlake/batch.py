@@ -1,13 +1,17 @@
-"""Line-by-line batch operations behind ``curriculum mapf`` (JSONL in, JSON dicts out).
+"""Record-by-record batch operations behind ``curriculum mapf`` (JSON values in, JSON dicts out).
 
-* ``solve_line``: an instance line → ``{"id", "status", "cost", "plan"}``.
-* ``validate_line``: ``{"instance": {...}, "response": "...", "num_tokens": optional}`` →
-  ``{"id", "valid", "checks", "reasons", "cost", "optimal_cost", "optimal", "reward"}``. The
-  instance's optimal cost is taken from the line, or computed with the solver when absent. The
-  reward uses the cold-start adaptive weights (EMA 0 → 0.5/0.5) and ``num_tokens`` (default:
-  whitespace-separated words of the response, a rough stand-in for a tokenizer).
+* ``solve_record``: an instance object → ``{"line", "id", "status", "cost", "plan"}``.
+* ``validate_record``: ``{"instance": {...}, "response": "...", "num_tokens": optional}`` →
+  ``{"line", "id", "valid", "checks", "reasons", "cost", "optimal_cost", "optimal", "reward"}``.
+  The instance's optimal cost is taken from the record, or computed with the solver when absent.
+  The reward uses the cold-start adaptive weights (EMA 0 → 0.5/0.5) and ``num_tokens``
+  (default: whitespace-separated words of the response, a rough stand-in for a tokenizer).
 
-Malformed lines produce ``{"error": ...}`` instead of raising.
+A record that cannot be used — not an object, a missing or malformed field, an invalid instance
+(``instance.instance_problems``) — gives ``{"line", "id", "error": reason}`` (``solve_record``
+adds ``"status": "error"``) instead of raising; ``error_result`` builds the same shape for
+lines that could not even be read. Every output has ``"line"`` (the 1-based input line, or
+``None`` for values passed in directly) so outputs can be joined back to inputs.
 """
 
 from __future__ import annotations
@@ -15,49 +19,81 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from testbeds.mapf_frozenlake.instance import Instance
+from testbeds.mapf_frozenlake.instance import Instance, InvalidInstance
 from testbeds.mapf_frozenlake.reward import AdaptiveReward
 from testbeds.mapf_frozenlake.solver import solve
 from testbeds.mapf_frozenlake.validate import validate
 
 
-def _load(line: str | dict) -> dict[str, Any]:
-    obj = json.loads(line) if isinstance(line, str) else line
-    if not isinstance(obj, dict):
-        raise ValueError("line is not a JSON object")
-    return obj
+class BadRecord(ValueError):
+    """A record that is not a usable input (the message is the reason)."""
 
 
-def solve_line(line: str | dict, *, time_budget_s: float = 10.0,
-               node_budget: int = 100_000) -> dict[str, Any]:
+def _object(value: Any) -> dict[str, Any]:
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise BadRecord(f"bad JSON ({exc.msg} at column {exc.colno})") from None
+    if not isinstance(value, dict):
+        raise BadRecord(f"a line must be a JSON object (got {type(value).__name__})")
+    return value
+
+
+def _id(value: Any) -> Any:
+    return value.get("id") if isinstance(value, dict) else None
+
+
+def error_result(reason: str, *, line: int | None = None, record_id: Any = None,
+                 solve: bool = False) -> dict[str, Any]:
+    """The output for a record that produced no result."""
+    out: dict[str, Any] = {"line": line, "id": record_id}
+    if solve:
+        out.update(status="error", cost=None, plan=None)
+    out["error"] = reason
+    return out
+
+
+def solve_record(value: Any, *, line: int | None = None, time_budget_s: float = 10.0,
+                 node_budget: int = 100_000) -> dict[str, Any]:
+    """Solve one instance record (a dict or its JSON text)."""
     try:
-        inst = Instance.from_dict(_load(line))
-    except (ValueError, KeyError, TypeError) as exc:
-        return {"id": None, "status": "error", "cost": None, "plan": None,
-                "error": f"bad instance line: {exc}"}
+        inst = Instance.from_dict(_object(value))
+    except (BadRecord, InvalidInstance) as exc:
+        return error_result(str(exc), line=line, record_id=_id(value), solve=True)
     r = solve(inst, time_budget_s=time_budget_s, node_budget=node_budget)
-    return {"id": inst.id, "status": r.status, "cost": r.cost,
+    return {"line": line, "id": inst.id, "status": r.status, "cost": r.cost,
             "plan": [[list(c) for c in p] for p in r.plan] if r.plan is not None else None}
 
 
-def validate_line(line: str | dict, *, reward: AdaptiveReward | None = None,
-                  time_budget_s: float = 10.0) -> dict[str, Any]:
+def _validate_inputs(obj: dict[str, Any]) -> tuple[Instance, str, int]:
+    if "instance" not in obj:
+        raise BadRecord("missing field 'instance'")
+    inst = Instance.from_dict(obj["instance"])
+    response = obj.get("response", "")
+    if not isinstance(response, str):
+        response = json.dumps(response)
+    num_tokens = obj.get("num_tokens", len(response.split()))
+    if isinstance(num_tokens, bool) or not isinstance(num_tokens, int) or num_tokens < 0:
+        raise BadRecord(f"'num_tokens' must be a non-negative integer (got {num_tokens!r:.40})")
+    return inst, response, num_tokens
+
+
+def validate_record(value: Any, *, line: int | None = None, reward: AdaptiveReward | None = None,
+                    time_budget_s: float = 10.0) -> dict[str, Any]:
+    """Run the eight checks and the reward on one ``{instance, response}`` record."""
     try:
-        obj = _load(line)
-        inst = Instance.from_dict(obj["instance"])
-        response = obj.get("response", "")
-        if not isinstance(response, str):
-            response = json.dumps(response)
-        num_tokens = int(obj.get("num_tokens", len(response.split())))
-    except (ValueError, KeyError, TypeError) as exc:
-        return {"id": None, "error": f"bad line: {exc}"}
+        obj = _object(value)
+        inst, response, num_tokens = _validate_inputs(obj)
+    except (BadRecord, InvalidInstance) as exc:
+        return error_result(str(exc), line=line, record_id=_id(value))
     if inst.optimal_cost is None:
         r = solve(inst, time_budget_s=time_budget_s)
         if r.status == "solved":
             inst.optimal_cost = r.cost
     v = validate(inst, response)
     rw = (reward or AdaptiveReward())(v, num_tokens)
-    out = {"id": obj.get("id", inst.id)}
+    out = {"line": line, "id": obj.get("id", inst.id)}
     out.update(v.to_dict())
     out.update(reward=rw, num_tokens=num_tokens)
     return out

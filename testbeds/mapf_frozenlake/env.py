@@ -2,7 +2,10 @@
 
 ``reset(seed=...)`` draws an instance from the generator (a ``GeneratorConfig``, default: equal
 size shares, 20% holes, natural wait mix) and returns the prompt text (system and user message
-joined by a blank line) as a ``Text`` observation; ``info`` holds the instance. ``step(text)``
+joined by a blank line) as a ``Text`` observation; ``info`` holds the instance.
+``reset(options={"instance": {...}})`` plays a given instance instead (a JSON object as in
+``instance.py``, or an ``Instance``); an invalid one raises ``InvalidInstance`` with every
+reason, like the solver and the validator; its optimal cost is computed when absent. ``step(text)``
 validates the response and ends the episode; the reward is the accuracy term of SPEC §1.3
 (a text env has no token counts, so no length term), and ``info`` carries the eight checks, the
 cost and the optimal cost. Episodes are deterministic given the reset seed.
@@ -20,6 +23,7 @@ from testbeds.mapf_frozenlake.generator import generate
 from testbeds.mapf_frozenlake.instance import Instance
 from testbeds.mapf_frozenlake.prompts import render_prompt
 from testbeds.mapf_frozenlake.reward import accuracy
+from testbeds.mapf_frozenlake.solver import solve
 from testbeds.mapf_frozenlake.validate import validate
 
 CHARSET = string.printable
@@ -47,8 +51,16 @@ class MAPFFrozenLakeEnv(gym.Env):
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed)
-        inst_seed = int(self.np_random.integers(0, 2**31 - 1))
-        inst = generate(self.gen_config, 1, agents=self.agents, seed=inst_seed, workers=1).instances[0]
+        given = (options or {}).get("instance")
+        if given is not None:
+            inst = given if isinstance(given, Instance) else Instance.from_dict(given)
+            if inst.optimal_cost is None:  # the accuracy term compares against the optimum
+                solved = solve(inst)
+                inst.optimal_cost = solved.cost if solved.status == "solved" else None
+        else:
+            inst_seed = int(self.np_random.integers(0, 2**31 - 1))
+            inst = generate(self.gen_config, 1, agents=self.agents, seed=inst_seed,
+                            workers=1).instances[0]
         self.instance = inst
         self._prompt = "\n\n".join(m["content"] for m in render_prompt(inst))
         return self._prompt, {"instance": inst.to_dict()}

@@ -8,7 +8,20 @@ time of its last arrival at its goal; the plan's cost is the sum over agents (su
 
 JSONL line: ``{"h": 5, "w": 5, "holes": [[r, c], ...], "starts": [[r, c], ...],
 "goals": [[r, c], ...]}`` plus optional ``"id"``, ``"optimal_plan"`` (list of paths of
-``[r, c]``), ``"optimal_cost"`` and ``"needs_wait"``.
+``[r, c]``), ``"optimal_cost"`` and ``"needs_wait"``; other keys are ignored.
+
+Validity (``instance_problems``; every ``Instance`` is checked when it is built, so the solver,
+the validator, the gym env and the testbed all refuse the same inputs with the same reasons):
+
+* sides ``h`` and ``w`` are integers in ``[1, MAX_SIDE]`` (the paper's maps are 3x3 … 10x10;
+  ``MAX_SIDE`` bounds memory and the validator's move table);
+* between 1 and ``MAX_AGENTS`` agents, as many goals as starts;
+* every start, goal and hole lies on the grid; starts are pairwise distinct, goals are pairwise
+  distinct, and no start or goal is a hole;
+* a given ``optimal_plan`` has one path per agent, and ``optimal_cost`` is a non-negative integer.
+
+An invalid instance raises ``InvalidInstance`` (a ``ValueError``) listing every reason; it is
+an input error, never "unsolvable".
 """
 
 from __future__ import annotations
@@ -19,6 +32,19 @@ from typing import Any
 
 Cell = tuple[int, int]
 Path = list[Cell]
+
+MAX_SIDE = 64
+"""Largest accepted grid side (rows or columns)."""
+MAX_AGENTS = 16
+"""Most agents accepted (the paper evaluates up to 5; the CG heuristic is exponential in it)."""
+
+
+class InvalidInstance(ValueError):
+    """An instance that is not a MAPF-FrozenLake problem; ``reasons`` says every way it is not."""
+
+    def __init__(self, reasons: list[str]) -> None:
+        self.reasons = list(reasons)
+        super().__init__("invalid instance: " + "; ".join(self.reasons))
 
 
 @dataclass
@@ -42,6 +68,9 @@ class Instance:
         self.goals = [(int(r), int(c)) for r, c in self.goals]
         if self.optimal_plan is not None:
             self.optimal_plan = [[(int(r), int(c)) for r, c in p] for p in self.optimal_plan]
+        problems = self.check()
+        if problems:
+            raise InvalidInstance(problems)
 
     @property
     def num_agents(self) -> int:
@@ -56,21 +85,9 @@ class Instance:
         return len(self.holes) / (self.h * self.w)
 
     def check(self) -> list[str]:
-        """Structural problems (empty list when well formed)."""
-        errs = []
-        if self.h < 1 or self.w < 1:
-            errs.append("grid must be at least 1x1")
-        if len(self.starts) != len(self.goals):
-            errs.append("starts and goals differ in number")
-        for name, cells in (("start", self.starts), ("goal", self.goals)):
-            if len(set(cells)) != len(cells):
-                errs.append(f"{name}s are not distinct")
-            for c in cells:
-                if not (0 <= c[0] < self.h and 0 <= c[1] < self.w):
-                    errs.append(f"{name} {c} is off the grid")
-                elif c in self.holes:
-                    errs.append(f"{name} {c} is a hole")
-        return errs
+        """Every reason this instance is invalid (empty when it is valid)."""
+        return instance_problems(self.h, self.w, self.holes, self.starts, self.goals,
+                                 self.optimal_plan, self.optimal_cost)
 
     def to_dict(self, *, with_solution: bool = True) -> dict[str, Any]:
         d: dict[str, Any] = {}
@@ -95,21 +112,102 @@ class Instance:
         return json.dumps(self.to_dict(with_solution=with_solution), separators=(",", ":"))
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Instance:
-        return cls(
-            h=int(d["h"]), w=int(d["w"]),
-            holes=frozenset(tuple(c) for c in d.get("holes", [])),
-            starts=[tuple(c) for c in d["starts"]],
-            goals=[tuple(c) for c in d["goals"]],
-            optimal_plan=d.get("optimal_plan"),
-            optimal_cost=d.get("optimal_cost"),
-            needs_wait=d.get("needs_wait"),
-            id=d.get("id"),
-        )
+    def from_dict(cls, d: Any) -> Instance:
+        """Build and check an instance from its JSON object; ``InvalidInstance`` names every
+        missing or malformed field, or every validity rule it breaks."""
+        return cls(**_fields_of(d))
 
     @classmethod
     def from_json(cls, s: str | dict[str, Any]) -> Instance:
         return cls.from_dict(json.loads(s) if isinstance(s, str) else s)
+
+
+def _is_int(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _cells(value: Any, name: str, reasons: list[str]) -> list[Cell]:
+    """A JSON list of ``[r, c]`` integer pairs, or a reason why not."""
+    if not isinstance(value, list):
+        reasons.append(f"'{name}' must be a list of [row, col] pairs")
+        return []
+    out = []
+    for i, c in enumerate(value):
+        if not (isinstance(c, list | tuple) and len(c) == 2 and all(_is_int(x) for x in c)):
+            reasons.append(f"'{name}'[{i}] must be a [row, col] pair of integers (got {c!r:.40})")
+            return []
+        out.append((c[0], c[1]))
+    return out
+
+
+def _fields_of(d: Any) -> dict[str, Any]:
+    """The constructor arguments in an instance's JSON object (types checked, not validity)."""
+    if not isinstance(d, dict):
+        raise InvalidInstance([f"an instance must be a JSON object (got {type(d).__name__})"])
+    reasons: list[str] = []
+    missing = [k for k in ("h", "w", "starts", "goals") if k not in d]
+    if missing:
+        reasons.append("missing field" + "s" * (len(missing) > 1) + " "
+                       + ", ".join(f"'{k}'" for k in missing))
+    for k in ("h", "w"):
+        if k in d and not _is_int(d[k]):
+            reasons.append(f"'{k}' must be an integer (got {d[k]!r:.40})")
+    out: dict[str, Any] = {k: _cells(d[k], k, reasons) for k in ("starts", "goals") if k in d}
+    out["holes"] = frozenset(_cells(d.get("holes", []), "holes", reasons))
+    plan = d.get("optimal_plan")
+    if plan is not None:
+        if not isinstance(plan, list):
+            reasons.append("'optimal_plan' must be a list of paths")
+        else:
+            plan = [_cells(p, f"optimal_plan[{i}]", reasons) for i, p in enumerate(plan)]
+    cost = d.get("optimal_cost")
+    if cost is not None and not _is_int(cost):
+        reasons.append(f"'optimal_cost' must be an integer (got {cost!r:.40})")
+    wait = d.get("needs_wait")
+    if wait is not None and not isinstance(wait, bool):
+        reasons.append(f"'needs_wait' must be true or false (got {wait!r:.40})")
+    if reasons:
+        raise InvalidInstance(reasons)
+    return dict(out, h=d["h"], w=d["w"], optimal_plan=plan, optimal_cost=cost, needs_wait=wait,
+                id=d.get("id"))
+
+
+def instance_problems(h: int, w: int, holes: frozenset[Cell], starts: list[Cell],
+                      goals: list[Cell], optimal_plan: list[Path] | None = None,
+                      optimal_cost: int | None = None) -> list[str]:
+    """Every validity rule of the module docstring that these fields break, as readable reasons."""
+    errs: list[str] = []
+    if not (1 <= h <= MAX_SIDE and 1 <= w <= MAX_SIDE):
+        errs.append(f"grid {h}x{w} is out of range (each side must be 1..{MAX_SIDE})")
+        return errs  # nothing else can be judged against an impossible grid
+    k = len(starts)
+    if len(goals) != k:
+        errs.append(f"{k} starts but {len(goals)} goals")
+    if not 1 <= k <= MAX_AGENTS:
+        errs.append(f"{k} agents (must be 1..{MAX_AGENTS})")
+
+    def on_grid(c: Cell) -> bool:
+        return 0 <= c[0] < h and 0 <= c[1] < w
+
+    off = sorted(c for c in holes if not on_grid(c))
+    if off:
+        errs.append(f"hole {off[0]} is off the {h}x{w} grid" + (f" (and {len(off) - 1} more)"
+                                                               if len(off) > 1 else ""))
+    for name, cells in (("start", starts), ("goal", goals)):
+        seen: dict[Cell, int] = {}
+        for i, c in enumerate(cells):
+            if c in seen:
+                errs.append(f"agents {seen[c] + 1} and {i + 1} share {name} {c}")
+            seen.setdefault(c, i)
+            if not on_grid(c):
+                errs.append(f"{name} of agent {i + 1} {c} is off the {h}x{w} grid")
+            elif c in holes:
+                errs.append(f"{name} of agent {i + 1} {c} is a hole")
+    if optimal_plan is not None and len(optimal_plan) != k:
+        errs.append(f"optimal_plan has {len(optimal_plan)} paths for {k} agents")
+    if optimal_cost is not None and optimal_cost < 0:
+        errs.append(f"optimal_cost {optimal_cost} is negative")
+    return errs
 
 
 def plan_cost(plan: list[Path], goals: list[Cell]) -> int:

@@ -13,6 +13,9 @@ another agent leaves in the same step) is allowed, as in standard MAPF.
   search found no plan;
 * ``"budget"`` — the node or time budget ran out first.
 
+An invalid instance (see ``instance.instance_problems``) raises ``InvalidInstance``: it is an
+input error, not a hard or unsolvable problem.
+
 Algorithm (each part kept because it measurably helps at 3–5 agents, see benchmarks/mapf.py):
 
 * Low level: space-time A* with the exact single-agent distance (BFS from the goal) as heuristic,
@@ -50,7 +53,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
-from testbeds.mapf_frozenlake.instance import Cell, Instance
+from testbeds.mapf_frozenlake.instance import Cell, Instance, InvalidInstance
 
 Status = str  # "solved" | "unsolvable" | "budget"
 
@@ -818,10 +821,9 @@ def solve(instance: Instance, *, time_budget_s: float = 5.0, node_budget: int = 
     """
     t0 = time.perf_counter()
     deadline = t0 + time_budget_s
-    errs = instance.check()
+    errs = instance.check()  # fields may have been edited after construction
     if errs:
-        return SolveResult("unsolvable", method="invalid: " + "; ".join(errs),
-                           elapsed_s=time.perf_counter() - t0)
+        raise InvalidInstance(errs)
     g = _Grid.of(instance)
     w = instance.w
     starts = [r * w + c for r, c in instance.starts]

@@ -140,10 +140,10 @@ def test_cli(tmp_path):
                                           "goals": [[0, 1]]}, "response": "Agent 1: (0,0) (0,1)"})
                  + "\nnot json\n")
     res = runner.invoke(app, ["validate", str(g)])
-    assert res.exit_code == 0, res.output
+    assert res.exit_code == 1, res.output  # one line failed
     a, b = [json.loads(x) for x in res.output.splitlines()]
     assert a["valid"] and a["optimal"] and a["reward"] == pytest.approx(0.5)
-    assert "error" in b
+    assert b["line"] == 2 and "bad JSON" in b["error"]
     res = runner.invoke(app, ["generate", "--n", "5", "--agents", "3", "--seed", "1"])
     assert res.exit_code == 0, res.output
     lines = [json.loads(x) for x in res.output.splitlines() if x.startswith('{"id"')]
