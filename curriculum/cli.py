@@ -77,6 +77,8 @@ def run(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the resolved config and plan; load nothing.")] = False,
     accelerate_config: Annotated[Optional[Path], typer.Option(
         help="With --dry-run: the accelerate config to plan for (processes, ZeRO/FSDP).")] = None,
+    gpu: Annotated[str, typer.Option(
+        help="With --dry-run: the GPU model to fit (h100-80gb, h200-141gb, a100-80gb, a100-40gb).")] = "h100-80gb",
 ) -> None:
     """Run a curriculum: rounds of train → eval → design."""
     from curriculum.console import RichReporter
@@ -92,7 +94,7 @@ def run(
         cfg = resolve_run_config(config, set_, engineer=engineer, testbed=testbed, trainer=trainer,
                                  rounds=rounds, seed=seed, output_dir=output_dir, run_name=run_name, base=base)
         if dry_run:
-            console.print(describe_plan(cfg, accelerate_config), markup=False, highlight=False)
+            console.print(describe_plan(cfg, accelerate_config, gpu), markup=False, highlight=False)
             return
         result = run_loop(cfg, resume=resume, reporter=RichReporter(console))
     except ConfigError as err:

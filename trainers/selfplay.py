@@ -128,6 +128,9 @@ class SelfPlayConfig(GRPOConfig):
     """Rows per forward/backward pass (the update accumulates over the whole step)."""
     sandbox: SandboxConfig = Field(default_factory=lambda: SandboxConfig(workers=2))
     """Sandbox for playing environments (the synthetic prelude, ``ToolEnv``, is added)."""
+    vllm_tensor_parallel_size: int = Field(1, ge=1)
+    """GPUs one colocated vLLM engine spans (tensor parallel; it must divide the number of processes).
+    A model whose bf16 weights do not fit in one GPU's vLLM share needs more than 1."""
 
 
     @model_validator(mode="before")
@@ -477,6 +480,7 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
             max_steps=1, scale_rewards="none",
             max_completion_length=max(len(r["completion_ids"]) for r in rows),
             vllm_importance_sampling_mode="token_truncate", vllm_importance_sampling_clip_max=cfg.is_cap,
+            vllm_tensor_parallel_size=cfg.vllm_tensor_parallel_size,
             shuffle_dataset=False,
         )
 
