@@ -10,8 +10,7 @@ Also accepted, because models plausibly write them:
 
 * ``[r,c]`` instead of ``(r,c)``, any separators (``->``, commas, ``;``), ``Agent 1 = ...``,
   ``agent1:``, ``A1:``, ``Robot 1:``; a label line followed by coordinate-only lines;
-* unlabeled lines of coordinates, one per agent in order (only if no line is labeled; with
-  ``num_agents`` given and more lines than agents, the last ``num_agents`` lines);
+* unlabeled lines of coordinates, one per agent in order (only if no line is labeled);
 * JSON: ``[[[r,c],...], ...]``, ``{"agent1": [[r,c],...], ...}``, ``{"paths"|"plan": ...}``;
 * moves from the start, ``Agent 1: R R D W`` or ``RRDW`` or ``right, down, wait`` (U/D/L/R/W,
   up/down/left/right/wait/stay) — only when the starts are given.
@@ -21,6 +20,13 @@ Models think before answering, so the final answer is preferred: text after the 
 answer"/"answer:"/"solution:" marker; then the whole text. For a labeled agent written several
 times, its last line wins. Agents are numbered by their labels (``Agent 0`` … or ``Agent 1`` …).
 ``parse_plan`` never raises.
+
+Lenient about *format*, never about *content*: the parser does not repair the plan. Every path
+it finds is kept (three unlabeled lines are three agents), and each labeled path keeps the agent
+its label names (``ParseResult.agents``: ``Agent 1`` / ``Agent 3`` are agents 0 and 2, never
+renumbered to 0 and 1), so a response that states a different set of agents than the instance
+has fails the Agent-count check whatever its format. The only numbering choice is the base: the
+labels are 0-based when the smallest is 0, else 1-based.
 """
 
 from __future__ import annotations
@@ -60,6 +66,15 @@ class ParseResult:
     """Which format matched: ``lines``, ``unlabeled``, ``json``, ``moves``."""
     error: str = ""
     """Why parsing failed (empty when ``ok``)."""
+    agents: list[int] | None = None
+    """0-based agent number of each path as the response states it (``None``: 0, 1, 2, … in order)."""
+    unplaced: list[int] = field(default_factory=list)
+    """Agents the response states with moves but no known start (no path can be built for them)."""
+
+    def stated_agents(self) -> list[int]:
+        """Every agent number the response states, in order (duplicates kept)."""
+        agents = self.agents if self.agents is not None else list(range(len(self.paths)))
+        return [*agents, *self.unplaced]
 
 
 def parse_plan(text: str, num_agents: int | None = None,
@@ -100,7 +115,13 @@ def _parse_canonical(text: str) -> ParseResult | None:
     for lab, cells in _CANON_LINE.findall(text):
         labeled[int(lab)] = [(int(a), int(b)) for a, b in _CANON_CELL.findall(cells)]
     labs = sorted(labeled)
-    return ParseResult(True, [labeled[k] for k in labs], "lines")
+    return ParseResult(True, [labeled[k] for k in labs], "lines", agents=_agent_numbers(labs))
+
+
+def _agent_numbers(labels: list[int]) -> list[int]:
+    """Sorted labels → 0-based agent numbers (0-based labels when the smallest is 0, else 1-based)."""
+    base = 0 if labels and labels[0] == 0 else 1
+    return [lab - base for lab in labels]
 
 
 def _parse(text: str, num_agents: int | None, starts: list[Cell] | None) -> ParseResult:
@@ -119,9 +140,6 @@ def _parse(text: str, num_agents: int | None, starts: list[Cell] | None) -> Pars
         if r is None:
             r = _parse_lines(seg, starts)
         if r is not None and r.ok:
-            if r.format == "unlabeled" and num_agents and len(r.paths) > num_agents:
-                # unlabeled coordinate lines: the answer is the last num_agents of them
-                r.paths = r.paths[-num_agents:]
             return r
     return ParseResult(False, error="no agent paths found (expected lines like 'Agent 1: (0,0) (0,1)')")
 
@@ -148,9 +166,10 @@ def _parse_json(seg: str, starts: list[Cell] | None) -> ParseResult | None:
             obj = json.loads(cand)
         except (ValueError, RecursionError):
             continue
-        paths = _paths_from_obj(obj, starts)
-        if paths:
-            return ParseResult(True, paths, "json")
+        found = _paths_from_obj(obj, starts)
+        if found:
+            paths, agents = found
+            return ParseResult(True, paths, "json", agents=agents)
     return None
 
 
@@ -190,7 +209,8 @@ def _path_from_value(v, start: Cell | None) -> list[Cell] | None:
     return None
 
 
-def _paths_from_obj(obj, starts: list[Cell] | None) -> list[list[Cell]] | None:
+def _paths_from_obj(obj, starts: list[Cell] | None) -> tuple[list[list[Cell]], list[int] | None] | None:
+    """Paths from a decoded JSON value and, for a dict keyed by agent labels, their agent numbers."""
     if isinstance(obj, dict):
         for key in ("paths", "plan", "solution", "agents"):
             if key in obj:
@@ -204,19 +224,19 @@ def _paths_from_obj(obj, starts: list[Cell] | None) -> list[list[Cell]] | None:
         if not labeled:
             return None
         labeled.sort(key=lambda x: x[0])
-        base = 0 if labeled[0][0] == 0 else 1
+        agents = _agent_numbers([lab for lab, _ in labeled])
         out = []
-        for idx, (lab, v) in enumerate(labeled):
-            st = starts[lab - base] if starts and 0 <= lab - base < len(starts) else None
+        for agent, (_, v) in zip(agents, labeled):
+            st = starts[agent] if starts and 0 <= agent < len(starts) else None
             p = _path_from_value(v, st)
             if p is None:
                 return None
             out.append(p)
-        return out
+        return out, agents
     if isinstance(obj, list) and obj:
         if _cell(obj[0]) is not None:  # a single path
             p = _path_from_value(obj, None)
-            return [p] if p else None
+            return ([p], None) if p else None
         out = []
         for i, v in enumerate(obj):
             st = starts[i] if starts and i < len(starts) else None
@@ -224,7 +244,7 @@ def _paths_from_obj(obj, starts: list[Cell] | None) -> list[list[Cell]] | None:
             if p is None:
                 return None
             out.append(p)
-        return out
+        return out, None
     return None
 
 
@@ -306,25 +326,26 @@ def _parse_lines(seg: str, starts: list[Cell] | None) -> ParseResult | None:
     labeled = {k: v for k, v in labeled.items() if v[1]}
     if labeled:
         labs = sorted(labeled)
-        base = 0 if labs[0] == 0 else 1
-        out = []
+        out, agents, unplaced = [], [], []
         kinds = set()
-        for lab in labs:
+        for lab, agent in zip(labs, _agent_numbers(labs)):
             kind, cells = labeled[lab]
             kinds.add(kind)
             if kind == "moves":
-                idx = lab - base
-                if not starts or not 0 <= idx < len(starts):
+                if not starts or not 0 <= agent < len(starts):
+                    unplaced.append(agent)  # stated, but no start to walk the moves from
                     continue
-                r, c = starts[idx]
+                r, c = starts[agent]
                 path = [(r, c)]
                 for dr, dc in cells:
                     r, c = r + dr, c + dc
                     path.append((r, c))
                 cells = path
             out.append(cells)
+            agents.append(agent)
         if out:
-            return ParseResult(True, out, "moves" if kinds == {"moves"} else "lines")
+            return ParseResult(True, out, "moves" if kinds == {"moves"} else "lines", agents=agents,
+                               unplaced=unplaced)
     if unlabeled:
         return ParseResult(True, unlabeled, "unlabeled")
     return None

@@ -8,7 +8,8 @@
 |                | an agent rests on its final cell), and no two agents swap cells          |
 | goal_reached   | every parsed agent that has a goal ends on it                            |
 | start_correct  | every parsed agent that has a start begins on it                         |
-| agent_count    | the number of parsed paths equals the instance's number of agents        |
+| agent_count    | the parsed agents are exactly the instance's agents 1..k (count *and*    |
+|                | labels: ``Agent 1``/``Agent 3`` for 2 agents fails; nothing is repaired) |
 | hole_free      | no in-bounds cell of any path is a hole                                  |
 | in_bounds      | every cell of every path lies on the grid                                |
 
@@ -95,6 +96,14 @@ class Verdict:
                 "num_paths": self.num_paths, "format": self.format}
 
 
+def _count_reason(stated: list[int], k: int) -> str:
+    """Why the stated agents are not exactly agents 1..k (numbers as the prompt writes them)."""
+    if len(stated) != k:
+        return f"{len(stated)} paths for {k} agents"
+    return (f"the response names agents {', '.join(str(a + 1) for a in sorted(stated))}; "
+            f"the instance has agents 1..{k}")
+
+
 def validate(instance: Instance, text_or_parsed: str | ParseResult | list) -> Verdict:
     """Run the eight checks on a response text, a ``ParseResult`` or a list of paths."""
     try:
@@ -146,19 +155,23 @@ def _validate(inst: Instance, x: Any) -> Verdict:
     if not (ok_bounds and ok_holes and ok_legal):
         _explain_cells(paths, h, w, holes, reasons, ok_legal, ok_bounds, ok_holes)
 
+    agents = pr.agents if pr.agents is not None else list(range(len(paths)))
     ok_start = True
     ok_goal = True
-    for i in range(min(k, len(paths))):
-        if ok_start and paths[i][0] != inst.starts[i]:
+    for p, i in zip(paths, agents):
+        if not 0 <= i < k:
+            continue  # an agent the instance does not have: Agent-count fails, not these
+        if ok_start and p[0] != inst.starts[i]:
             ok_start = False
-            reasons["start_correct"] = f"agent {i + 1} starts at {paths[i][0]}, not {inst.starts[i]}"
-        if ok_goal and paths[i][-1] != inst.goals[i]:
+            reasons["start_correct"] = f"agent {i + 1} starts at {p[0]}, not {inst.starts[i]}"
+        if ok_goal and p[-1] != inst.goals[i]:
             ok_goal = False
-            reasons["goal_reached"] = f"agent {i + 1} ends at {paths[i][-1]}, not its goal {inst.goals[i]}"
+            reasons["goal_reached"] = f"agent {i + 1} ends at {p[-1]}, not its goal {inst.goals[i]}"
 
-    ok_count = len(paths) == k
+    stated = pr.stated_agents()
+    ok_count = sorted(stated) == list(range(k))
     if not ok_count:
-        reasons["agent_count"] = f"{len(paths)} paths for {k} agents"
+        reasons["agent_count"] = _count_reason(stated, k)
 
     ok_conf = True
     n = len(paths)

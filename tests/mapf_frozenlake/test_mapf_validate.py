@@ -89,6 +89,67 @@ def test_agent_count():
         assert failing(inst, inst.optimal_plan[:1])[0] == {"agent_count"}
 
 
+def _free_cell(inst, paths):
+    """A cell on the grid that is no hole and that no path ever visits (a resting extra agent there
+    conflicts with nobody)."""
+    used = {c for p in paths for c in p}
+    return next((r, c) for r in range(inst.h) for c in range(inst.w)
+                if (r, c) not in inst.holes and (r, c) not in used and (r, c) not in inst.goals)
+
+
+def _text(lines):
+    return "\n".join(" ".join(f"({r},{c})" for r, c in p) for p in lines)
+
+
+def test_agent_count_fails_for_extra_unlabeled_paths():
+    """Three unlabeled paths for two agents state three agents: Agent-count fails, whichever two
+    the response might have meant (the parser used to keep the last two)."""
+    seen = 0
+    for inst in pool(2)[:20]:
+        p0, p1 = inst.optimal_plan
+        try:
+            extra = [_free_cell(inst, [p0, p1])]
+        except StopIteration:
+            continue
+        v = validate(inst, _text([p0, p1, extra]))
+        assert {c for c in CHECKS if v.checks[c] is False} == {"agent_count"}, v.reasons
+        v = validate(inst, _text([extra, p0, p1]))  # a draft line first: still three agents
+        assert not v.valid and v.checks["agent_count"] is False and v.num_paths == 3
+        seen += 1
+    assert seen > 5
+
+
+@pytest.mark.parametrize("labels", [(1, 3), (0, 2), (2, 3), (3, 1)])
+def test_agent_count_fails_for_labels_naming_other_agents(labels):
+    """``Agent 1`` / ``Agent 3`` for a two-agent instance names agents 1 and 3: never renumbered."""
+    for inst in pool(2)[:10]:
+        paths = inst.optimal_plan
+        order = sorted(range(2), key=lambda i: labels[i])
+        text = "\n".join(f"Agent {labels[i]}: " + " ".join(f"({r},{c})" for r, c in paths[i]) for i in order)
+        v = validate(inst, text)
+        assert not v.valid and v.checks["agent_count"] is False, text
+        assert "names agents" in v.reasons["agent_count"] or "paths for" in v.reasons["agent_count"]
+    inst = pool(2)[0]
+    p0, p1 = inst.optimal_plan
+    as_json = json.dumps({f"agent{labels[0]}": p0, f"agent{labels[1]}": p1})
+    assert validate(inst, as_json).checks["agent_count"] is False
+
+
+def test_agent_count_holds_for_both_label_bases():
+    for inst in pool(2)[:10]:
+        for base in (0, 1):
+            text = "\n".join(f"Agent {i + base}: " + " ".join(f"({r},{c})" for r, c in p)
+                             for i, p in enumerate(inst.optimal_plan))
+            assert validate(inst, text).valid
+
+
+def test_agent_count_fails_for_moves_of_an_agent_without_a_start():
+    inst = Instance(1, 3, frozenset(), [(0, 0), (0, 2)], [(0, 1), (0, 2)], optimal_cost=1)
+    assert validate(inst, "Agent 1: R\nAgent 2: W").valid
+    v = validate(inst, "Agent 1: R\nAgent 3: W")
+    assert {c for c in CHECKS if v.checks[c] is False} == {"agent_count"}
+
+
 def test_start_goal_jump():
     for inst in pool(1):
         p = inst.optimal_plan[0]
@@ -206,4 +267,4 @@ def test_canonical_fast_path_agrees_with_general_parser(lines, sep, nl):
         slow = P._parse_json(seg, None) or P._parse_lines(seg, None)
         if slow is not None and slow.ok:
             break
-    assert slow is not None and fast.paths == slow.paths
+    assert slow is not None and fast.paths == slow.paths and fast.agents == slow.agents
