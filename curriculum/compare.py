@@ -224,7 +224,12 @@ def _executor(jobs: int) -> ProcessPoolExecutor:
     # fork: workers inherit imported modules and plugins registered at runtime; but never fork a
     # process whose torch may already run threads (a forked OpenMP pool can deadlock).
     method = "fork" if "fork" in mp.get_all_start_methods() and "torch" not in sys.modules else "spawn"
-    return ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context(method))
+    # Share the cores among the workers instead of running jobs x cores threads (which thrash);
+    # an explicit trainer.torch_threads still wins.
+    threads = max(1, (os.cpu_count() or 1) // jobs)
+    return ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context(method),
+                               initializer=os.environ.__setitem__,
+                               initargs=("CURRICULUM_TORCH_THREADS", str(threads)))
 
 
 def execute(configs: dict[tuple[str, int], RunConfig], jobs: int = 1,

@@ -85,6 +85,11 @@ class RunConfig(StrictModel):
     """Training tasks drawn from the proposal each round (the paper: 4000 instances)."""
     eval_before_training: bool = False
     """Also evaluate the starting model before round 0 (a baseline row in the history)."""
+    keep_checkpoints: int | None = Field(None, ge=1)
+    """Keep the full checkpoint (weights, optimizer state) of only the last N committed rounds;
+    older rounds keep their records (eval, design, state) but not their weights. ``None`` keeps
+    every round's. Resume needs only the last round's, so it stays exact; the final model is
+    always kept."""
     seed: int = Field(0, ge=0)
     """Master seed; every round's data, eval and engineer seeds derive from it."""
     output_dir: Path = Path("runs")

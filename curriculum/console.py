@@ -41,6 +41,7 @@ class QuietReporter:
     def stage_end(self) -> None: ...
     def round_end(self, report: RoundReport) -> None: ...
     def message(self, text: str) -> None: ...
+    def baseline(self, report: EvalReport) -> None: ...
 
 
 class RichReporter(QuietReporter):
@@ -50,6 +51,13 @@ class RichReporter(QuietReporter):
         self.console = console or Console()
         self._progress: Progress | None = None
         self._task: Any = None
+        self._baseline: EvalReport | None = None
+
+    def baseline(self, report: EvalReport) -> None:
+        """Remember the starting model's eval: every round summary shows its delta to it."""
+        self._baseline = report
+        self.stage_end()
+        self.console.print(f"baseline (starting model): eval score {report.score:.4f}")
 
     def config(self, text: str, run_dir: str) -> None:
         self.console.rule("[bold]curriculum run")
@@ -81,16 +89,22 @@ class RichReporter(QuietReporter):
 
     def round_end(self, report: RoundReport) -> None:
         self.stage_end()
+        base = self._baseline
         table = Table(title=f"round {report.round} summary", show_header=True)
         table.add_column("metric")
         table.add_column("value", justify="right")
+        if base is not None:
+            table.add_column("vs baseline (points)", justify="right")
         for key in (*_SUMMARY_KEYS, *sorted(k for k in report.train_metrics if k.startswith("spade/"))):
             if key in report.train_metrics:
-                table.add_row(key, f"{report.train_metrics[key]:.4g}")
-        table.add_row("eval/score", f"{report.eval.score:.4f}")
-        for key, value in report.eval.metrics.items():
-            if key.count("/") == 1:  # aggregate metrics only; per-size ones go in eval_table
-                table.add_row(f"eval/{key}", f"{value:.4g}")
+                table.add_row(key, f"{report.train_metrics[key]:.4g}", *([""] if base is not None else []))
+        rows = [("score", report.eval.score, base.score if base is not None else None)]
+        rows += [(key, value, base.metrics.get(key) if base is not None else None)
+                 for key, value in report.eval.metrics.items()
+                 if key.count("/") == 1]  # aggregate metrics only; per-size ones go in eval_table
+        for key, value, before in rows:
+            delta = [_delta(value, before) if before is not None else ""] if base is not None else []
+            table.add_row(f"eval/{key}", f"{value:.4g}", *delta)
         self.console.print(table)
         if report.design is not None:
             self.console.print(f"[bold]engineer[/] {report.design.engineer} → next proposal:")
@@ -105,6 +119,13 @@ class RichReporter(QuietReporter):
             for key, value in report.design.diagnostics.items():
                 # Diagnostics may quote model text, which must never be read as rich markup.
                 self.console.print(f"  [dim]{key}[/]: {escape(_short(value))}")
+
+
+def _delta(value: float, baseline: float) -> str:
+    """Difference in points (rates in [0, 1] read as percentages), coloured by sign."""
+    points = 100 * (value - baseline)
+    colour = "green" if points > 0 else "red" if points < 0 else "white"
+    return f"[{colour}]{points:+.1f}[/]"
 
 
 def _short(value: Any, limit: int = 600) -> str:

@@ -91,14 +91,18 @@ def run(config: RunConfig, *, resume: Path | None = None, reporter: QuietReporte
         engineer.on_run_start(testbed, proposal)
         if main:
             run_dir.truncate_metrics(len(history) - 1)
-            if config.eval_before_training and not history:
-                _baseline_eval(config, run_dir, testbed, trainer, reporter)
+            if not history:
+                _prepare(config, run_dir, testbed, trainer, reporter)
+            elif (run_dir.path / "baseline_eval.json").is_file():
+                reporter.baseline(EvalReport.model_validate(read_json(run_dir.path / "baseline_eval.json")))
         for index in range(len(history), config.rounds):
             report, proposal = _one_round(config, index, proposal, history, run_dir,
                                           testbed, engineer, trainer, reporter)
             history.append(report)
             engineer.on_round_end(report)
             reporter.round_end(report)
+            if main:
+                _plot(run_dir, reporter)
     finally:
         engineer.close()
         trainer.close()
@@ -135,13 +139,50 @@ def _restore(config: RunConfig, run_dir: RunDir, history: list[RoundReport], tes
     return testbed.proposal_model.model_validate(state["next_proposal"])
 
 
-def _baseline_eval(config: RunConfig, run_dir: RunDir, testbed: Testbed, trainer: Trainer,
-                   reporter: QuietReporter) -> EvalReport:
-    reporter.stage("eval base", None)
+def _prepare(config: RunConfig, run_dir: RunDir, testbed: Testbed, trainer: Trainer,
+             reporter: QuietReporter) -> None:
+    """Main process, fresh run: baseline eval of the starting model, the trainer's preparation
+    (warm start) and, when both happen, an eval of the prepared model before round 0."""
+    if config.eval_before_training:
+        baseline = _pre_eval(config, run_dir, testbed, trainer, reporter, "baseline")
+        reporter.baseline(baseline)
+    steps = trainer.prepare_steps()
+    if steps:
+        reporter.stage("warm start", steps)
+        metrics = trainer.prepare(progress=reporter.advance)
+        reporter.stage_end()
+        write_json(run_dir.path / "warmstart.json", metrics)
+        run_dir.log({"round": -1, "event": "warmstart", **metrics})
+        if config.eval_before_training:
+            warm = _pre_eval(config, run_dir, testbed, trainer, reporter, "warmstart")
+            reporter.message(f"after warm start: eval score {warm.score:.4f} "
+                             f"({_signed_points(warm.score - baseline.score)} vs baseline)")
+
+
+def _pre_eval(config: RunConfig, run_dir: RunDir, testbed: Testbed, trainer: Trainer,
+              reporter: QuietReporter, name: str) -> EvalReport:
+    """Evaluate before round 0 into ``<name>_eval.json`` (same eval seed for both pre-evals)."""
+    reporter.stage(f"eval {name}", None)
     report = testbed.evaluate(_with_progress(trainer.policy(), reporter), seed=derive_seed(config.seed, -1, "eval"))
-    write_json(run_dir.path / "baseline_eval.json", report.model_dump(mode="json"))
-    run_dir.log({"round": -1, "event": "baseline_eval", "score": report.score, **report.metrics})
+    reporter.stage_end()
+    write_json(run_dir.path / f"{name}_eval.json", report.model_dump(mode="json"))
+    run_dir.log({"round": -1, "event": f"{name}_eval", "score": report.score, **report.metrics})
     return report
+
+
+def _plot(run_dir: RunDir, reporter: QuietReporter) -> None:
+    """Refresh ``RUN/plots`` (eval rates per round, training distribution). The round is already
+    committed, so a plotting failure is reported and the run goes on."""
+    from curriculum.report import report_run
+
+    try:
+        report_run(run_dir.path)
+    except Exception as err:  # noqa: BLE001 - a plot must never stop training
+        reporter.message(f"could not write plots: {type(err).__name__}: {err}")
+
+
+def _signed_points(delta: float) -> str:
+    return f"{100 * delta:+.1f} points"
 
 
 def _one_round(config: RunConfig, index: int, proposal: Any, history: list[RoundReport], run_dir: RunDir,
@@ -196,6 +237,8 @@ def _one_round(config: RunConfig, index: int, proposal: Any, history: list[Round
     if main:
         run_dir.finish_round(index)
         run_dir.log({"round": index, "event": "round_committed", "score": report.eval.score, **train_metrics})
+        if config.keep_checkpoints is not None:
+            run_dir.prune_checkpoints(config.keep_checkpoints)
     distributed.barrier()
     if report is None:  # non-main ranks read the committed record, so hooks see the same round
         report = run_dir.load_round(index)
@@ -250,6 +293,10 @@ def evaluate_run(run_dir: Path, *, round_index: int | None = None,
     index = rounds[-1] if round_index is None else round_index
     if index not in rounds:
         raise FileNotFoundError(f"round {index} is not completed in {run_dir} (completed: {rounds})")
+    if run.checkpoint(index) is None:
+        kept = [i for i in rounds if run.checkpoint(i) is not None]
+        raise FileNotFoundError(f"round {index}'s checkpoint was not kept (keep_checkpoints="
+                                f"{config.keep_checkpoints}); rounds with weights: {kept}")
     testbed = build_testbed(config)
     testbed.load_state_dict(read_json(run.round_dir(index) / "state.json")["testbed"])
     trainer = build_trainer(config, testbed)

@@ -75,6 +75,8 @@ class RunSummary:
     """Per completed round: size → data ratio of the proposal it trained on."""
     baseline_score: float | None = None
     """Eval score of the untrained policy, when the run evaluated it."""
+    pre_evals: dict[str, dict[str, float]] = field(default_factory=dict)
+    """Evals before round 0 (``baseline``, ``warmstart``): name → score and flat metrics."""
     simulated: bool = False
     """Whether the learner was the simulated one."""
     config: dict[str, Any] = field(default_factory=dict)
@@ -90,9 +92,12 @@ class RunSummary:
         run = RunDir.open(path)
         config = run.saved_config()
         history = run.history()
-        baseline = None
-        if (run.path / "baseline_eval.json").is_file():
-            baseline = float(read_json(run.path / "baseline_eval.json")["score"])
+        pre = {}
+        for name in ("baseline", "warmstart"):
+            if (run.path / f"{name}_eval.json").is_file():
+                saved = read_json(run.path / f"{name}_eval.json")
+                pre[name] = {"score": float(saved["score"]), **saved["metrics"]}
+        baseline = pre["baseline"]["score"] if "baseline" in pre else None
         ratios = []
         for report in history:
             sizes = report.proposal.get("sizes", {})
@@ -101,7 +106,7 @@ class RunSummary:
         return cls(path=run.path, engineer=config.engineer.name, seed=config.seed,
                    rounds_planned=config.rounds, scores=[r.eval.score for r in history],
                    metrics=[dict(r.eval.metrics) for r in history], data_ratio=ratios,
-                   baseline_score=baseline, simulated=config.trainer.name == "simulated",
+                   baseline_score=baseline, pre_evals=pre, simulated=config.trainer.name == "simulated",
                    config=config.model_dump(mode="json"))
 
 
@@ -199,16 +204,23 @@ def plot_run_metrics(summary: RunSummary, path: Path) -> Path:
     per round as a heat map (right)."""
     plt = _pyplot()
     fig, (left, right) = plt.subplots(1, 2, figsize=FIGSIZE, layout="constrained")
-    x = np.arange(len(summary.scores))
-    left.plot(x, summary.scores, marker="o", linewidth=2.5, color="black", label="score")
-    suites = sorted({k for m in summary.metrics for k in suite_rates(m)})
+    # The evals before round 0 (baseline, warm start) come first on the x axis.
+    pre = [summary.pre_evals[n] for n in ("baseline", "warmstart") if n in summary.pre_evals]
+    labels = [n for n in ("baseline", "warmstart") if n in summary.pre_evals]
+    labels += [str(i) for i in range(len(summary.scores))]
+    metrics = [*pre, *summary.metrics]
+    x = np.arange(len(metrics))
+    left.plot(x, [p["score"] for p in pre] + list(summary.scores), marker="o", linewidth=2.5,
+              color="black", label="score")
+    suites = sorted({k for m in metrics for k in suite_rates(m)})
     for kind, style in (("valid", "-"), ("optimal", "--")):
         for k in suites:
-            left.plot(x, [suite_rates(m, kind).get(k, np.nan) for m in summary.metrics], style,
+            left.plot(x, [suite_rates(m, kind).get(k, np.nan) for m in metrics], style,
                       marker=".", label=f"{kind} {k} agents")
     if summary.baseline_score is not None:
         left.axhline(summary.baseline_score, color="grey", linestyle=":", label="untrained")
-    left.set_xlabel("round")
+    left.set_xticks(x, labels)
+    left.set_xlabel("eval before round 0, then after each round")
     left.set_ylabel("rate")
     left.set_ylim(0, 1.05)
     left.grid(alpha=0.3)

@@ -235,6 +235,33 @@ class RunDir:
         path = self.round_dir(index) / "checkpoint"
         return path if path.is_dir() else None
 
+    # -- checkpoint retention -----------------------------------------------------------------
+    @property
+    def retention_path(self) -> Path:
+        return self.path / "pruned_checkpoints.json"
+
+    def pruned_rounds(self) -> list[int]:
+        """Rounds whose checkpoint was removed by ``prune_checkpoints``."""
+        if not self.retention_path.is_file():
+            return []
+        try:
+            return sorted(int(i) for i in read_json(self.retention_path))
+        except (ValueError, TypeError):
+            return []
+
+    def prune_checkpoints(self, keep: int) -> list[int]:
+        """Delete the checkpoints of all committed rounds but the last ``keep``; returns the
+        rounds pruned now. Their records stay; ``pruned_checkpoints.json`` lists them first, so
+        a kill mid-deletion leaves a round marked pruned, never a half checkpoint in use."""
+        rounds = self.completed_rounds()
+        doomed = [i for i in rounds[:-keep] if self.checkpoint(i) is not None] if keep < len(rounds) else []
+        if not doomed:
+            return []
+        write_json(self.retention_path, sorted({*self.pruned_rounds(), *doomed}))
+        for index in doomed:
+            shutil.rmtree(self.round_dir(index) / "checkpoint")
+        return doomed
+
     # -- metrics stream -----------------------------------------------------------------------
     @property
     def metrics_path(self) -> Path:

@@ -129,6 +129,12 @@ class Testbed(ABC):
         one (used by the optional supervised warm start); ``None`` by default."""
         return None
 
+    def warmstart_tasks(self, n: int, seed: int) -> list[Task]:
+        """The supervised warm start's ``n`` tasks (those with a ``reference_answer`` are used).
+        Independent of any engineer's proposal, so runs that differ only in their engineer
+        share one warm start. Default: ``n`` tasks from the initial proposal."""
+        return self.sample(self.initial_proposal(np.random.default_rng(seed)), n, seed)
+
     # -- state that must survive a resume (e.g. reward EMAs) ----------------------------------
     def state_dict(self) -> dict[str, Any]:
         """JSON-able mutable state; empty by default."""

@@ -34,6 +34,15 @@ class Trainer(ABC):
     def setup(self, checkpoint: Path | None) -> None:
         """Load the starting model, or the state saved in ``checkpoint``."""
 
+    def prepare_steps(self) -> int:
+        """How many steps ``prepare`` will run (0: it does nothing); drives its progress bar."""
+        return 0
+
+    def prepare(self, progress: Callable[[int], None] | None = None) -> dict[str, float]:
+        """Called once on a fresh run, after the baseline eval and before round 0 (e.g. the
+        supervised warm start); returns metrics to record. Does nothing by default."""
+        return {}
+
     @abstractmethod
     def train_round(self, tasks: Sequence[Task], *, round_index: int, seed: int,
                     log: LogFn | None = None) -> dict[str, float]:

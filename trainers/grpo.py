@@ -17,11 +17,12 @@ We do not re-implement any of it. This adapter only:
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -33,6 +34,7 @@ from testbeds.base import Completion, Policy, Task, Testbed
 from trainers.base import LogFn, Trainer
 from trainers.generation import TransformersPolicy, VLLMPolicy, VLLMServerPolicy, choose_backend
 from trainers.models import load_model, resolve_model_path
+from trainers.warmstart import WarmStartConfig
 
 
 class GRPOConfig(PluginConfig):
@@ -87,14 +89,11 @@ class GRPOConfig(PluginConfig):
     logging_steps: int = Field(1, ge=1)
     """Log every N optimizer steps."""
     torch_threads: int | None = Field(None, ge=1)
-    """CPU threads for torch (default: all cores)."""
-    warmstart_steps: int = Field(0, ge=0)
-    """Supervised (SFT) steps on the testbed's reference answers before GRPO round 0; 0 starts
-    GRPO from the base model, as the paper does."""
-    warmstart_learning_rate: float = Field(1e-4, gt=0.0, le=1.0)
-    """Learning rate of the warm-start SFT steps."""
-    warmstart_batch_size: int = Field(8, ge=1)
-    """Examples per warm-start SFT step."""
+    """CPU threads for torch (default: ``$CURRICULUM_TORCH_THREADS`` or all cores)."""
+    warmstart: WarmStartConfig = Field(default_factory=WarmStartConfig)
+    """Supervised warm start on the testbed's reference answers before GRPO round 0 (off by
+    default: the paper starts GRPO from the base model). Cached across runs; see
+    ``trainers/warmstart.py``."""
 
     @model_validator(mode="after")
     def _batch_divides(self) -> GRPOConfig:
@@ -129,14 +128,18 @@ class GRPOTrainerAdapter(Trainer):
         self.optimizer = None
         self._base_policy: Policy | None = None
         self._trl: Any = None
+        self._warm_metrics: dict[str, float] = {}
         self.start_path = resolve_model_path(run_config.model.name_or_path)
 
     # -- lifecycle --------------------------------------------------------------------------------
     def setup(self, checkpoint: Path | None) -> None:
         import torch
 
-        torch.set_num_threads(self.config.torch_threads or os.cpu_count() or 1)
+        torch.set_num_threads(self.config.torch_threads or default_threads())
         model_dir = checkpoint / "model" if checkpoint is not None else None
+        if checkpoint is not None and (checkpoint / "start.json").is_file():
+            # The KL reference of a warm-started run is the warm-started model, not the base one.
+            self.start_path = json.loads((checkpoint / "start.json").read_text())["start_path"]
         self.model, self.tokenizer = load_model(self.run_config.model,
                                                 str(model_dir) if model_dir else None)
         if self.run_config.model.lora is not None:
@@ -151,6 +154,34 @@ class GRPOTrainerAdapter(Trainer):
             state = checkpoint / "optimizer.pt" if checkpoint is not None else None
             if state is not None and state.is_file():
                 self.optimizer.load_state_dict(torch.load(state, weights_only=True))
+
+    def prepare_steps(self) -> int:
+        return self.config.warmstart.steps
+
+    def prepare(self, progress: Callable[[int], None] | None = None) -> dict[str, float]:
+        """The supervised warm start of a fresh run (from the cache when its key matches).
+
+        Runs on the full model before any LoRA adapters train; the KL reference (``beta > 0``)
+        then is the warm-started model, the start of GRPO."""
+        if self.config.warmstart.steps == 0:
+            return {}
+        from trainers.warmstart import cached_warm_start
+
+        settings = self.config.warmstart
+        if self.run_config.model.lora is not None:
+            # The adapters are what trains; their warm start is not cached (the cache holds full weights).
+            settings = settings.model_copy(update={"cache": False})
+        path, metrics = cached_warm_start(self.model, self.tokenizer, self.testbed, settings,
+                                          weights_digest=self.weights_digest(), bf16=self.config.bf16,
+                                          gradient_checkpointing=self.config.gradient_checkpointing,
+                                          progress=progress)
+        if path is not None:
+            self.start_path = str(path)
+            self.model.config._name_or_path = self.start_path
+        if self.optimizer is not None:  # AdamW moments of the SFT phase are not carried into GRPO
+            self.optimizer.state.clear()
+        self._warm_metrics = metrics
+        return metrics
 
     def _wrap_lora(self, model: Any, adapter_dir: Path | None) -> Any:
         from peft import LoraConfig, PeftModel, get_peft_model
@@ -173,6 +204,7 @@ class GRPOTrainerAdapter(Trainer):
         directory.mkdir(parents=True, exist_ok=True)
         self.model.save_pretrained(directory / "model", safe_serialization=True, state_dict=state_dict)
         self.tokenizer.save_pretrained(directory / "model")
+        (directory / "start.json").write_text(json.dumps({"start_path": self.start_path}))
         if self.optimizer is not None:
             torch.save(self.optimizer.state_dict(), directory / "optimizer.pt")
 
@@ -211,7 +243,9 @@ class GRPOTrainerAdapter(Trainer):
             epsilon=cfg.epsilon,
             loss_type=cfg.loss_type,
             temperature=cfg.temperature,
-            **({"gradient_checkpointing": True} if cfg.gradient_checkpointing else {}),
+            # Explicit: TRL's configs default gradient checkpointing to True, which recomputes
+            # every forward in the backward pass (+1/3 compute) even where memory is plentiful.
+            gradient_checkpointing=cfg.gradient_checkpointing,
             bf16=cfg.bf16,
             use_cpu=not _cuda(),
             use_vllm=self._use_vllm(),
@@ -254,16 +288,7 @@ class GRPOTrainerAdapter(Trainer):
         from trl import GRPOTrainer
 
         by_index = list(tasks)
-        warm: dict[str, float] = {}
-        if round_index == 0 and self.config.warmstart_steps > 0:
-            from trainers.warmstart import warm_start
-
-            warm = warm_start(self.model, self.tokenizer, self.testbed, by_index,
-                              steps=self.config.warmstart_steps,
-                              learning_rate=self.config.warmstart_learning_rate,
-                              batch_size=self.config.warmstart_batch_size, seed=seed)
-            if log is not None:
-                log({"round": round_index, "event": "warmstart", **warm})
+        warm, self._warm_metrics = self._warm_metrics, {}  # reported with the first round trained
         dataset = Dataset.from_list([{"prompt": t.messages, "task_index": i} for i, t in enumerate(by_index)])
         scored: list[dict[str, Any]] = []
         testbed = self.testbed
@@ -358,6 +383,13 @@ def log_forwarder(log: LogFn | None, round_index: int) -> Any:
                 log({"round": round_index, "step": state.global_step, **logs})
 
     return _Forward()
+
+
+def default_threads() -> int:
+    """Torch threads when ``torch_threads`` is unset: ``$CURRICULUM_TORCH_THREADS`` (set by
+    ``compare`` for its parallel workers) or every core."""
+    value = os.environ.get("CURRICULUM_TORCH_THREADS", "")
+    return int(value) if value.isdigit() and int(value) > 0 else (os.cpu_count() or 1)
 
 
 def _constant_schedule(optimizer: Any):

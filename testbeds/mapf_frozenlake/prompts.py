@@ -1,13 +1,23 @@
-"""The prompt a policy reads for one instance (kept short for ~300-token CPU budgets).
+"""The prompt a policy reads for one instance, in two styles that carry the same information.
 
-The grid is drawn FrozenLake style, one row per line: ``F`` frozen (walkable), ``H`` hole; agent
-starts and goals are listed below it as ``(row,col)`` with ``(0,0)`` top-left. The answer
-format asked for is ``parse.py``'s canonical one: ``Agent i: (r,c) (r,c) ...``.
+Both draw the grid FrozenLake style, one row per line (``F`` frozen/walkable, ``H`` hole), list
+every agent's start and goal as ``(row,col)`` with ``(0,0)`` top-left, state the movement and
+conflict rules, and ask for ``parse.py``'s canonical answer format ``Agent i: (r,c) (r,c) ...``.
+
+* ``paper`` (default, used by the paper configs): full sentences (~280 tokens on an 8x8 map).
+* ``compact``: the same facts in terse notation (~40% of the tokens on small maps), for CPU
+  budgets where every prompt token costs forward+backward time. Written here, not in the paper;
+  ``tests/mapf_frozenlake/test_mapf_prompts.py`` checks both styles render the same instance
+  information (grid, starts, goals, rules, format).
 """
 
 from __future__ import annotations
 
+from typing import Literal
+
 from testbeds.mapf_frozenlake.instance import Instance
+
+PromptStyle = Literal["paper", "compact"]
 
 SYSTEM = ("You solve multi-agent path finding puzzles on frozen lakes. "
           "Think briefly, then give the final plan.")
@@ -20,20 +30,40 @@ RULES = ("Each step every agent moves one cell up, down, left or right, or waits
 FORMAT = ("Answer with one line per agent: its cell at every time step from its start to its "
           "goal (repeat a cell to wait), e.g.\nAgent 1: (0,0) (0,1) (1,1)")
 
+COMPACT_SYSTEM = "Solve multi-agent path finding."
+
+COMPACT_RULES = ("Each step: move up/down/left/right or wait. No holes, stay on grid, no shared "
+                 "cell, no swaps; agents stay at goals. Fewest total steps.")
+
+COMPACT_FORMAT = "One line per agent, its cell at every step (repeat to wait):"
+
 
 def render_grid(inst: Instance) -> str:
-    """Rows of ``F``/``H`` separated by spaces."""
+    """Rows of ``F``/``H`` separated by spaces (one token per cell under BPE tokenizers)."""
     return "\n".join(" ".join("H" if (r, c) in inst.holes else "F" for c in range(inst.w))
                      for r in range(inst.h))
 
 
-def render_user(inst: Instance) -> str:
+def _paper_user(inst: Instance) -> str:
     agents = "\n".join(f"Agent {i + 1} starts at ({s[0]},{s[1]}), goal ({g[0]},{g[1]})."
                        for i, (s, g) in enumerate(zip(inst.starts, inst.goals)))
     return (f"Grid {inst.h}x{inst.w}, cells (row,col), (0,0) is top-left:\n{render_grid(inst)}\n"
             f"{agents}\n{RULES}\n{FORMAT}")
 
 
-def render_prompt(inst: Instance) -> list[dict[str, str]]:
+def _compact_user(inst: Instance) -> str:
+    agents = "\n".join(f"Agent {i + 1}: ({s[0]},{s[1]}) to ({g[0]},{g[1]})"
+                       for i, (s, g) in enumerate(zip(inst.starts, inst.goals)))
+    return (f"Grid {inst.h}x{inst.w}, H hole, (row,col), (0,0) top-left:\n{render_grid(inst)}\n"
+            f"{agents}\n{COMPACT_RULES}\n{COMPACT_FORMAT}\nAgent 1: (r,c) (r,c) ...")
+
+
+def render_user(inst: Instance, style: PromptStyle = "paper") -> str:
+    """The user message for ``inst`` in ``style``."""
+    return _compact_user(inst) if style == "compact" else _paper_user(inst)
+
+
+def render_prompt(inst: Instance, style: PromptStyle = "paper") -> list[dict[str, str]]:
     """Chat messages for ``inst``."""
-    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": render_user(inst)}]
+    system = COMPACT_SYSTEM if style == "compact" else SYSTEM
+    return [{"role": "system", "content": system}, {"role": "user", "content": render_user(inst, style)}]

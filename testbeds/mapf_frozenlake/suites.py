@@ -43,27 +43,34 @@ def cache_dir() -> Path:
     return Path(root) / "mapf_suites"
 
 
-def suite_key(agents: int, per_size: int, seed: int, hole_ratio: float) -> str:
+def suite_key(agents: int, per_size: int, seed: int, hole_ratio: float,
+              sizes: tuple[str, ...] | list[str] = SIZES) -> str:
     params = {"agents": agents, "per_size": per_size, "seed": seed, "hole_ratio": hole_ratio,
-              "sizes": list(SIZES), "version": SUITE_VERSION}
+              "sizes": list(sizes), "version": SUITE_VERSION}
     return hashlib.sha256(json.dumps(params, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def build_suite(agents: int, per_size: int, seed: int, hole_ratio: float = 0.2, *,
-                use_cache: bool = True, workers: int | None = None) -> list[Instance]:
-    """The eval suite (ordered by size, then index), from the disk cache when present."""
-    key = suite_key(agents, per_size, seed, hole_ratio)
-    path = cache_dir() / f"{agents}agents-{per_size}x8-seed{seed}-{key}.jsonl"
+                use_cache: bool = True, workers: int | None = None,
+                sizes: tuple[str, ...] | list[str] = SIZES) -> list[Instance]:
+    """The eval suite (ordered by size, then index), from the disk cache when present.
+
+    ``sizes`` restricts the suite to some map sizes; each size's instances are the same whether
+    or not other sizes are included (per-size draws are seeded by size)."""
+    sizes = [s for s in SIZES if s in sizes]
+    key = suite_key(agents, per_size, seed, hole_ratio, sizes)
+    path = cache_dir() / f"{agents}agents-{per_size}x{len(sizes)}-seed{seed}-{key}.jsonl"
     if use_cache and path.exists():
         try:
             insts = [Instance.from_json(line) for line in path.read_text().splitlines() if line]
-            if len(insts) == per_size * len(SIZES):
+            if len(insts) == per_size * len(sizes):
                 return insts
         except (ValueError, KeyError, TypeError):
             pass  # corrupt cache: regenerate
-    res = generate(uniform_config(hole_ratio, 0.0), per_size * len(SIZES), agents=agents,
+    counts = [per_size if s in sizes else 0 for s in SIZES]
+    res = generate(uniform_config(hole_ratio, 0.0), sum(counts), agents=agents,
                    seed=seed, workers=workers, wait_ratio_override=None,
-                   counts=[per_size] * len(SIZES), time_budget_s=60.0, node_budget=5_000)
+                   counts=counts, time_budget_s=60.0, node_budget=5_000)
     order = {s: i for i, s in enumerate(SIZES)}
     insts = sorted(res.instances, key=lambda x: (order[x.size], x.id or ""))
     for inst in insts:

@@ -17,14 +17,14 @@ from collections.abc import Sequence
 from typing import Any, ClassVar, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from testbeds.base import Change, Completion, EvalReport, Policy, Task, Testbed
-from testbeds.mapf_frozenlake.config import GeneratorConfig, random_config
+from testbeds.mapf_frozenlake.config import SIZES, GeneratorConfig, SizeParams, random_config
 from testbeds.mapf_frozenlake.config import project as project_config
 from testbeds.mapf_frozenlake.generator import generate
 from testbeds.mapf_frozenlake.instance import Instance
-from testbeds.mapf_frozenlake.prompts import render_prompt
+from testbeds.mapf_frozenlake.prompts import PromptStyle, render_prompt
 from testbeds.mapf_frozenlake.reward import AdaptiveReward, accuracy, length_reward
 from testbeds.mapf_frozenlake.suites import build_suite, flat_metrics, summarize
 from testbeds.mapf_frozenlake.validate import validate
@@ -43,6 +43,18 @@ class MAPFTestbedConfig(BaseModel):
     """Agent counts of the eval suites (the paper evaluates 3, 4 and 5)."""
     eval_instances_per_size: int = Field(10, ge=1)
     """Eval instances per map size and suite (8 sizes; keep small for CPU demos)."""
+    eval_sizes: list[str] = Field(default_factory=lambda: list(SIZES))
+    """Map sizes of the eval suites (the paper: all 8). CPU demos use small maps, where a 135M
+    model's valid rate can move within minutes."""
+    prompt_style: PromptStyle = "paper"
+    """``paper``: the full-sentence prompt; ``compact``: the same instance information and rules
+    in terse notation (~25-40% fewer prompt tokens; ``prompts.py``). Paper configs keep ``paper``."""
+    warmstart_sizes: list[str] = Field(default_factory=lambda: ["3x3", "4x4", "5x5"])
+    """Map sizes of the supervised warm start's examples (equal shares, 20% holes, the natural
+    wait mix); used only when the trainer's warm start is on."""
+    warmstart_agents: list[int] = Field(default_factory=lambda: [2], min_length=1)
+    """Agent counts of the warm start's examples (equal shares). Adding 3 teaches a small model
+    the answer format for more agents than GRPO trains on (``train_agents``)."""
     eval_seed: int = 1234
     """Seed of the eval suites; fixed so every round and engineer sees the same instances."""
     eval_hole_ratio: float = Field(0.2, ge=0.0, le=0.5)
@@ -67,6 +79,14 @@ class MAPFTestbedConfig(BaseModel):
     """Decay of the EMA of the short-response fraction driving the adaptive weights."""
     workers: int | None = None
     """Generation processes (``None``: up to 2 for large batches)."""
+
+    @field_validator("eval_sizes", "warmstart_sizes")
+    @classmethod
+    def _known_sizes(cls, value: list[str]) -> list[str]:
+        unknown = [s for s in value if s not in SIZES]
+        if unknown or not value:
+            raise ValueError(f"sizes must be a non-empty subset of {list(SIZES)}; unknown: {unknown}")
+        return [s for s in SIZES if s in value]  # canonical order, no duplicates
 
 
 class MAPFTestbed(Testbed):
@@ -115,11 +135,29 @@ class MAPFTestbed(Testbed):
         self.last_generation_report = res.report_dict()
         return [self.task_of(inst) for inst in res.instances]
 
-    @staticmethod
-    def task_of(inst: Instance) -> Task:
+    def warmstart_tasks(self, n: int, seed: int) -> list[Task]:
+        """``n`` instances spread evenly over ``warmstart_sizes`` (20% holes, natural wait mix),
+        independent of any engineer's proposal, so every run shares one warm start."""
+        share = 1.0 / len(self.config.warmstart_sizes)
+        proposal = GeneratorConfig(sizes={
+            s: SizeParams(data_ratio=share if s in self.config.warmstart_sizes else 0.0,
+                          hole_ratio=0.2, wait_ratio=0.0) for s in SIZES})
+        agents = self.config.warmstart_agents
+        counts = [n // len(agents) + (i < n % len(agents)) for i in range(len(agents))]
+        tasks: list[Task] = []
+        for k, count in zip(agents, counts):
+            res = generate(proposal, count, agents=k, seed=seed, workers=self.config.workers,
+                           wait_ratio_override=None, time_budget_s=self.config.solver_time_budget_s,
+                           node_budget=self.config.solver_node_budget)
+            tasks.extend(self.task_of(inst) for inst in res.instances)
+        # Interleave agent counts so every SFT batch sees each of them.
+        order = np.random.default_rng([seed, 0x5753]).permutation(len(tasks))
+        return [tasks[i] for i in order]
+
+    def task_of(self, inst: Instance) -> Task:
         return Task(
             id=inst.id or "",
-            messages=render_prompt(inst),
+            messages=render_prompt(inst, self.config.prompt_style),
             data=inst.to_dict(),
             features={"size": inst.size, "agents": inst.num_agents,
                       "hole_ratio": inst.hole_ratio, "needs_wait": bool(inst.needs_wait),
@@ -158,7 +196,7 @@ class MAPFTestbed(Testbed):
             for k in self.config.eval_agents:
                 insts.extend(build_suite(k, self.config.eval_instances_per_size,
                                          self.config.eval_seed, self.config.eval_hole_ratio,
-                                         workers=self.config.workers))
+                                         workers=self.config.workers, sizes=self.config.eval_sizes))
             self._suites = insts
         return self._suites
 

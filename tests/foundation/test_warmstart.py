@@ -31,3 +31,55 @@ def test_warm_start_lowers_the_loss(tiny_model_dir):
     later = warm_start(model, tokenizer, testbed, tasks, steps=5, learning_rate=5e-3, batch_size=4, seed=0)
     assert later["warmstart/loss"] < first["warmstart/loss"]
     assert first["warmstart/examples"] == 8
+
+
+def _digest(model) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    for name, p in sorted(model.state_dict().items()):
+        h.update(name.encode())
+        h.update(p.detach().contiguous().numpy().tobytes())
+    return h.hexdigest()
+
+
+def test_cache_key_changes_with_every_input():
+    from trainers.warmstart import WarmStartConfig, cache_key
+
+    examples = [{"prompt": [{"role": "user", "content": "a"}], "completion": [{"role": "assistant", "content": "b"}]}]
+    base = WarmStartConfig(steps=4)
+    key = cache_key("w", examples, base, False)
+    assert key == cache_key("w", examples, WarmStartConfig(steps=4), False)
+    other_examples = [{**examples[0], "completion": [{"role": "assistant", "content": "c"}]}]
+    variants = [cache_key("w2", examples, base, False), cache_key("w", other_examples, base, False),
+                cache_key("w", examples, base, True)]
+    for change in ({"steps": 5}, {"learning_rate": 2e-4}, {"batch_size": 4}, {"seed": 1}):
+        variants.append(cache_key("w", examples, base.model_copy(update=change), False))
+    assert key not in variants and len(set(variants)) == len(variants)
+    # Whether the cache is used does not change what it would hold.
+    assert cache_key("w", examples, base.model_copy(update={"cache": False}), False) == key
+
+
+def test_cached_warm_start_trains_once_and_reloads_identical_weights(tiny_model_dir, tmp_path, monkeypatch):
+    from trainers.warmstart import WarmStartConfig, cached_warm_start
+
+    monkeypatch.setenv("CURRICULUM_CACHE", str(tmp_path))
+    testbed = build_testbed(load_config(None, ["testbed.warmstart_sizes=[3x3]"]))
+    settings = WarmStartConfig(steps=2, batch_size=2, learning_rate=5e-3)
+    model, tokenizer = load_model(ModelConfig(name_or_path=str(tiny_model_dir)))
+    start = _digest(model)
+    ticks: list[int] = []
+    path, first = cached_warm_start(model, tokenizer, testbed, settings, weights_digest=start,
+                                    progress=ticks.append)
+    assert first["warmstart/cached"] == 0.0 and sum(ticks) == 2
+    trained = _digest(model)
+    assert trained != start
+    fresh, _ = load_model(ModelConfig(name_or_path=str(tiny_model_dir)))
+    again_path, again = cached_warm_start(fresh, tokenizer, testbed, settings, weights_digest=start)
+    assert again["warmstart/cached"] == 1.0 and again_path == path
+    assert again["warmstart/loss"] == first["warmstart/loss"]
+    assert _digest(fresh) == trained
+    # A different starting point is a different entry.
+    other, _ = load_model(ModelConfig(name_or_path=str(tiny_model_dir)))
+    third_path, third = cached_warm_start(other, tokenizer, testbed, settings, weights_digest="another")
+    assert third_path != path and third["warmstart/cached"] == 0.0

@@ -1,0 +1,197 @@
+"""Where a GRPO step's time goes, against the machine's FLOP floor.
+
+For a run config (default ``configs/mapf_cpu_demo.yaml``) this times, with the real model:
+
+1. the machine's fp32 matmul rate (a 2048x2048 GEMM, best of 5) — the *floor* rate R;
+2. ``--warmstart-steps`` supervised warm-start steps (TRL ``SFTTrainer``, the config's batch);
+3. ``--steps`` GRPO steps (TRL ``GRPOTrainer`` through our adapter), each split into
+   generation (``model.generate`` inside TRL), forward (the loss' forward pass), backward,
+   optimizer (``AdamW.step``) and other (reward scoring, tokenisation, logging, padding).
+
+FLOPs use the 6·N·T rule for a training forward+backward over T processed tokens (padding
+included, because it is computed) with N the parameter count, and 2·N per generated token for
+decoding (with the prompt's prefill at 2·N per prompt token). The floor of a phase is its FLOPs / R;
+``ratio`` = measured / floor (1.0 = as fast as the GEMM benchmark). Decoding is bound by memory
+bandwidth and per-token overhead at small batch, not FLOPs, so its ratio is far above 1 by nature.
+
+Run: ``python benchmarks/grpo_step.py [--config F] [--steps 3] [--warmstart-steps 3] [--set k=v]``.
+Numbers are printed, not asserted; take them on a quiet machine (``uptime``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+DEFAULT_CONFIG = Path(__file__).resolve().parents[1] / "configs" / "mapf_cpu_demo.yaml"
+
+
+def matmul_rate(threads: int, n: int = 2048, repeats: int = 5) -> float:
+    """Best-of-``repeats`` fp32 GEMM rate in FLOP/s with ``threads`` torch threads."""
+    import torch
+
+    torch.set_num_threads(threads)
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    a @ b  # warm-up
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        a @ b
+        best = min(best, time.perf_counter() - t0)
+    return 2 * n ** 3 / best
+
+
+class Timers:
+    """Accumulated seconds and counters per phase, filled by the patches below."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = defaultdict(float)
+        self.count: dict[str, int] = defaultdict(int)
+
+    def wrap(self, owner: Any, name: str, phase: str, on_call: Any = None) -> None:
+        original = getattr(owner, name)
+        timers = self
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            if on_call is not None:
+                on_call(*args, **kwargs)
+            t0 = time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                timers.seconds[phase] += time.perf_counter() - t0
+
+        setattr(owner, name, timed)
+
+
+def instrument(timers: Timers) -> None:
+    """Patch TRL / accelerate / torch entry points to time each phase of a step."""
+    import torch
+    from accelerate import Accelerator
+    from transformers import GenerationMixin
+    from trl import GRPOTrainer, SFTTrainer
+
+    def count_generation(model: Any, *args: Any, **kwargs: Any) -> None:
+        ids = kwargs.get("input_ids")
+        if ids is not None:
+            timers.count["prompt_tokens"] += ids.numel()
+            timers.count["generate_calls"] += 1
+            timers.count["generate_rows"] += ids.shape[0]
+            timers.count["max_new_tokens"] = kwargs.get("generation_config").max_new_tokens \
+                if kwargs.get("generation_config") is not None else 0
+
+    def count_loss(trainer: Any, model: Any, inputs: dict[str, Any], *args: Any, **kwargs: Any) -> None:
+        if "completion_ids" in inputs:  # GRPO: (B, P) prompt + (B, C) completion, padded
+            processed = inputs["prompt_ids"].numel() + inputs["completion_ids"].numel()
+            real = int(inputs["prompt_mask"].sum() + inputs["completion_mask"].sum())
+            timers.count["generated_tokens"] += int(inputs["completion_mask"].sum())
+            timers.count["generated_slots"] += inputs["completion_ids"].numel()
+        else:  # SFT: (B, T) padded input_ids
+            processed = inputs["input_ids"].numel()
+            real = int(inputs["attention_mask"].sum()) if "attention_mask" in inputs else processed
+        timers.count["train_tokens"] += processed
+        timers.count["train_real_tokens"] += real
+
+    timers.wrap(GenerationMixin, "generate", "generation", count_generation)
+    timers.wrap(GRPOTrainer, "compute_loss", "forward", count_loss)
+    timers.wrap(SFTTrainer, "compute_loss", "forward", count_loss)
+    timers.wrap(Accelerator, "backward", "backward")
+    timers.wrap(torch.optim.AdamW, "step", "optimizer")
+    timers.wrap(GRPOTrainer, "training_step", "step")
+    timers.wrap(SFTTrainer, "training_step", "step")
+
+
+def report(title: str, timers: Timers, steps: int, params: int, rate: float) -> None:
+    s, c = timers.seconds, timers.count
+    total = s["step"] + s["optimizer"]  # training_step holds generation, forward and backward
+    other = total - s["generation"] - s["forward"] - s["backward"] - s["optimizer"]
+    train_flops = 6 * params * c["train_tokens"]
+    gen_flops = 2 * params * (c["prompt_tokens"] + c["generated_slots"])
+    print(f"\n== {title}: {steps} step(s), per step ==")
+    print(f"{'phase':<12}{'seconds':>9}{'share':>8}{'GFLOP':>10}{'floor s':>9}{'ratio':>8}")
+    rows = [("generation", s["generation"], gen_flops),
+            ("fwd+bwd", s["forward"] + s["backward"], train_flops),
+            ("  forward", s["forward"], train_flops / 3),
+            ("  backward", s["backward"], 2 * train_flops / 3),
+            ("optimizer", s["optimizer"], None),
+            ("other", other, None),
+            ("total", total, train_flops + gen_flops)]
+    for name, seconds, flops in rows:
+        per = seconds / steps
+        if flops:
+            floor = flops / rate / steps
+            print(f"{name:<12}{per:9.2f}{per / total * steps:8.0%}{flops / steps / 1e9:10.0f}"
+                  f"{floor:9.2f}{per / floor:8.2f}")
+        else:
+            print(f"{name:<12}{per:9.2f}{per / total * steps:8.0%}{'':>10}{'':>9}{'':>8}")
+    print(f"train tokens per step: {c['train_tokens'] // steps} processed, "
+          f"{c['train_real_tokens'] // steps} real (padding {1 - c['train_real_tokens'] / max(c['train_tokens'], 1):.0%})")
+    if c["generate_calls"]:
+        print(f"generation per step: {c['generate_rows'] // steps} completions, "
+              f"{c['generated_tokens'] // steps} tokens kept of {c['generated_slots'] // steps} decoded slots, "
+              f"{c['generated_slots'] / max(s['generation'], 1e-9):.0f} slots/s")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--config", type=Path, default=DEFAULT_CONFIG)
+    parser.add_argument("--steps", type=int, default=3, help="GRPO steps to time (after 1 warm-up)")
+    parser.add_argument("--warmstart-steps", type=int, default=3, help="SFT steps to time (0: skip)")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    args = parser.parse_args()
+
+    import torch
+
+    from curriculum.config import load_config
+    from curriculum.loop import build_testbed, build_trainer
+    from trainers.warmstart import warm_start
+
+    config = load_config(args.config, args.overrides)
+    threads = config.trainer.torch_threads or os.cpu_count() or 1
+    rate = matmul_rate(threads)
+    print(f"config {args.config.name}; torch {torch.__version__}, {threads} thread(s); "
+          f"fp32 GEMM floor rate {rate / 1e9:.0f} GFLOP/s")
+    testbed = build_testbed(config)
+    trainer = build_trainer(config, testbed)
+    trainer.setup(None)
+    params = sum(p.numel() for p in trainer.model.parameters())
+    print(f"model {config.model.name_or_path}: {params / 1e6:.1f} M parameters, "
+          f"dtype {next(trainer.model.parameters()).dtype}")
+    timers = Timers()
+    instrument(timers)
+
+    if args.warmstart_steps:
+        ws = config.trainer.warmstart
+        tasks = testbed.warmstart_tasks(ws.batch_size * (args.warmstart_steps + 1), ws.seed)
+        warm_start(trainer.model, trainer.tokenizer, testbed, tasks, steps=1, learning_rate=ws.learning_rate,
+                   batch_size=ws.batch_size, seed=ws.seed, bf16=config.trainer.bf16)  # warm-up
+        timers.seconds.clear(), timers.count.clear()
+        warm_start(trainer.model, trainer.tokenizer, testbed, tasks, steps=args.warmstart_steps,
+                   learning_rate=ws.learning_rate, batch_size=ws.batch_size, seed=ws.seed,
+                   bf16=config.trainer.bf16)
+        report(f"warm-start SFT step (batch {ws.batch_size})", timers, args.warmstart_steps, params, rate)
+
+    cfg = config.trainer
+    tasks = testbed.sample(testbed.initial_proposal(__import__("numpy").random.default_rng(0)),
+                           cfg.prompts_per_step * (args.steps + 1), seed=0)
+    trainer.config = cfg.model_copy(update={"max_steps_per_round": 1})
+    trainer.train_round(tasks[:cfg.prompts_per_step], round_index=1, seed=0)  # warm-up
+    timers.seconds.clear(), timers.count.clear()
+    trainer.config = cfg.model_copy(update={"max_steps_per_round": args.steps})
+    trainer.train_round(tasks[cfg.prompts_per_step:], round_index=1, seed=1)
+    report(f"GRPO step ({cfg.prompts_per_step} prompts x {cfg.num_generations} samples, "
+           f"<= {cfg.max_completion_length} new tokens)", timers, args.steps, params, rate)
+    trainer.close()
+
+
+if __name__ == "__main__":
+    main()

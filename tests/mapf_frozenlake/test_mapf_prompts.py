@@ -1,0 +1,72 @@
+"""Both prompt styles carry the same instance information; compact is shorter."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from testbeds.mapf_frozenlake.config import uniform_config
+from testbeds.mapf_frozenlake.generator import generate
+from testbeds.mapf_frozenlake.prompts import render_grid, render_prompt
+from testbeds.mapf_frozenlake.testbed import MAPFTestbed, MAPFTestbedConfig
+
+_CELL = re.compile(r"\((\d+),(\d+)\)")
+
+
+def _instances(agents: int = 3):
+    return generate(uniform_config(0.25), 16, agents=agents, seed=7).instances
+
+
+def _facts(text: str, inst) -> dict:
+    """What a reader can recover from a prompt: grid rows, size, each agent's start and goal."""
+    lines = text.splitlines()
+    grid = [ln for ln in lines if re.fullmatch(r"[FH]( [FH])*", ln)]
+    agent_lines = [ln for ln in lines if re.match(r"Agent \d+ ", ln) or re.match(r"Agent \d+: \(\d", ln)]
+    # Exactly two cells per agent line: the format example ("Agent 1: (0,0) (0,1) (1,1)") is not an agent.
+    pairs = [tuple(tuple(map(int, c)) for c in _CELL.findall(ln)) for ln in agent_lines]
+    pairs = [p for p in pairs if len(p) == 2]
+    return {"grid": grid, "size": re.search(r"Grid (\d+)x(\d+)", text).groups(), "agents": pairs}
+
+
+@pytest.mark.parametrize("inst", _instances(), ids=lambda i: i.size)
+def test_compact_and_paper_prompts_carry_the_same_instance(inst):
+    paper = "\n".join(m["content"] for m in render_prompt(inst, "paper"))
+    compact = "\n".join(m["content"] for m in render_prompt(inst, "compact"))
+    facts = _facts(compact, inst)
+    assert facts == _facts(paper, inst)
+    assert facts["grid"] == render_grid(inst).splitlines()
+    assert facts["size"] == (str(inst.h), str(inst.w))
+    assert facts["agents"] == [(tuple(s), tuple(g)) for s, g in zip(inst.starts, inst.goals)]
+    assert len(compact) < len(paper)
+
+
+def test_both_styles_state_every_rule_and_the_answer_format():
+    inst = _instances(2)[0]
+    for style in ("paper", "compact"):
+        text = " ".join(m["content"] for m in render_prompt(inst, style)).lower()
+        for rule in ("up", "down", "left", "right", "wait", "hole", "grid", "swap", "goal", "agent 1: ("):
+            assert rule in text, (style, rule)
+
+
+def test_testbed_prompt_style_and_eval_sizes():
+    testbed = MAPFTestbed(MAPFTestbedConfig(prompt_style="compact", eval_agents=[2],
+                                            eval_sizes=["4x4", "3x3"], eval_instances_per_size=2))
+    tasks = testbed.eval_tasks()
+    assert [t.features["size"] for t in tasks] == ["3x3", "3x3", "4x4", "4x4"]
+    assert tasks[0].messages == render_prompt(testbed.eval_instances()[0], "compact")
+    with pytest.raises(ValueError, match="subset"):
+        MAPFTestbedConfig(eval_sizes=["11x11"])
+
+
+def test_warmstart_tasks_cover_only_warmstart_sizes():
+    testbed = MAPFTestbed(MAPFTestbedConfig(warmstart_sizes=["3x3", "5x5"]))
+    tasks = testbed.warmstart_tasks(8, seed=0)
+    assert sorted({t.features["size"] for t in tasks}) == ["3x3", "5x5"]
+    assert len(tasks) == 8 and all(testbed.reference_answer(t) for t in tasks)
+    again = testbed.warmstart_tasks(8, seed=0)
+    assert [t.data for t in again] == [t.data for t in tasks]
+    assert np.mean([t.features["agents"] for t in tasks]) == 2
+    mixed = MAPFTestbed(MAPFTestbedConfig(warmstart_agents=[2, 3])).warmstart_tasks(9, seed=0)
+    assert sorted(t.features["agents"] for t in mixed) == [2] * 5 + [3] * 4
