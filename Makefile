@@ -1,4 +1,4 @@
-# `make demo`: a 2-round CPU run of the embedded model.  `make test`: the test suite.
+# `make demo`: the embedded model learns MAPF on the CPU (baseline, warm start, 3 GRPO rounds).  `make test`: the test suite.
 # Both create .venv if absent and install everything they need.
 PYTHON ?= python3
 VENV   ?= .venv
@@ -32,7 +32,7 @@ system-deps:
 install: system-deps $(VENV)/.installed
 
 demo: install
-	$(VENV)/bin/curriculum run --engineer random --testbed mapf_frozenlake --config configs/mapf_cpu_demo.yaml
+	$(VENV)/bin/curriculum run --config configs/mapf_cpu_demo.yaml
 
 test: install
 	$(PY) -m pytest -q -m "not real_model"
@@ -42,6 +42,7 @@ test-all: install
 
 bench: install
 	$(PY) benchmarks/mapf.py
+	$(PY) benchmarks/grpo_step.py
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache

@@ -47,7 +47,10 @@ SIMULATED_NOTICE = ("SIMULATED LEARNER: these numbers come from trainers/simulat
                     "under that model and are not results of any language model.")
 """Stated in the table title and ``compare.json`` whenever the trainer is ``simulated``."""
 
-DEFAULT_CONFIGS = {"simulated": Path(__file__).resolve().parents[1] / "configs" / "mapf_simulated.yaml"}
+DEFAULT_CONFIGS = {
+    "simulated": Path(__file__).resolve().parents[1] / "configs" / "mapf_simulated.yaml",
+    "grpo": Path(__file__).resolve().parents[1] / "configs" / "mapf_compare_cpu.yaml",
+}
 """Base config used when ``--config`` is not given, per trainer."""
 
 
@@ -245,6 +248,8 @@ def execute(configs: dict[tuple[str, int], RunConfig], jobs: int = 1,
             _notify(progress, outcomes[key])
         else:
             todo.append((key, status))
+    # Seed-major order: a comparison cut short still has every engineer on the first seeds.
+    todo.sort(key=lambda item: item[0][1])
 
     def finish(key: tuple[str, int], status: str, result: Any, error: str | None) -> None:
         path = Path(configs[key].output_dir) / str(configs[key].run_name)

@@ -167,3 +167,22 @@ def test_acceptance_command_under_two_minutes(tmp_path):
     assert wall < 120
     for p in result.plots:
         assert_real_png(p)
+
+
+def test_runs_execute_seed_major_so_a_cut_comparison_covers_every_engineer(tmp_path):
+    from curriculum.compare import execute
+
+    configs = run_configs(_spec(tmp_path, ["random", "fixed"], seeds=2, rounds=1))
+    assert list(configs) == [("random", 0), ("random", 1), ("fixed", 0), ("fixed", 1)]
+    seen: list[tuple[str, int]] = []
+    execute(configs, jobs=1, progress=lambda outcome: seen.append((outcome.engineer, outcome.seed)))
+    assert seen == [("random", 0), ("fixed", 0), ("random", 1), ("fixed", 1)]
+
+
+def test_parallel_workers_split_the_cores(monkeypatch):
+    from trainers.grpo import default_threads
+
+    monkeypatch.setenv("CURRICULUM_TORCH_THREADS", "1")
+    assert default_threads() == 1
+    monkeypatch.setenv("CURRICULUM_TORCH_THREADS", "")
+    assert default_threads() == (os.cpu_count() or 1)
