@@ -231,8 +231,12 @@ def _executor(jobs: int) -> ProcessPoolExecutor:
     # an explicit trainer.torch_threads still wins.
     threads = max(1, (os.cpu_count() or 1) // jobs)
     return ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context(method),
-                               initializer=os.environ.__setitem__,
-                               initargs=("CURRICULUM_TORCH_THREADS", str(threads)))
+                               initializer=_set_worker_threads, initargs=(threads,))
+
+
+def _set_worker_threads(threads: int) -> None:
+    """Worker initializer (module level, so that spawned workers can unpickle it)."""
+    os.environ["CURRICULUM_TORCH_THREADS"] = str(threads)
 
 
 def execute(configs: dict[tuple[str, int], RunConfig], jobs: int = 1,
