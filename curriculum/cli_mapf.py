@@ -68,19 +68,52 @@ def solve_command(
 @app.command("validate")
 def validate_command(
     file: Annotated[Path, typer.Argument(help="JSONL of {instance, response} ('-' for stdin).")],
+    tokenizer: Annotated[str, typer.Option(
+        help="Counts the response tokens for the length reward when a record has no num_tokens: a "
+             "Hugging Face id or local path, the embedded model (default), or 'words' (whitespace "
+             "words, no model needed).")] = "embedded:smollm2-135m-instruct",
 ) -> None:
     """Run the eight validity checks on each response; print one JSON line per input with
-    the checks, failure reasons, cost, optimal cost and reward (or the line's error).
+    the checks, failure reasons, cost, optimal cost, reward, num_tokens and token_unit (the
+    tokenizer that counted them, 'words', or 'given' when the record had num_tokens).
 
     Example:
 
         echo '{"instance":{"h":2,"w":2,"holes":[],"starts":[[0,0]],"goals":[[0,1]]},"response":"Agent 1: (0,0) (0,1)"}' > r.jsonl
 
-        curriculum mapf validate r.jsonl
+        curriculum mapf validate r.jsonl --tokenizer words
     """
     from testbeds.mapf_frozenlake.batch import validate_record
 
-    _each_record(file, validate_record, solve=False)
+    count = _token_counter(tokenizer)
+
+    def handle(value: Any, line: int) -> dict[str, Any]:
+        return validate_record(value, line=line, count_tokens=count, token_unit=tokenizer)
+
+    _each_record(file, handle, solve=False)
+
+
+def _token_counter(name: str) -> Callable[[str], int]:
+    """``words``, or a tokenizer's token count (no special tokens, as a completion is counted),
+    loaded on first use: records that carry ``num_tokens`` never load a model."""
+    from testbeds.mapf_frozenlake.batch import words
+
+    if name == "words":
+        return words
+    loaded: list[Any] = []
+
+    def count(text: str) -> int:
+        if not loaded:
+            try:
+                from trainers.models import load_tokenizer, resolve_model_path
+
+                loaded.append(load_tokenizer(resolve_model_path(name)))
+            except Exception as err:  # noqa: BLE001 - any loading failure is the user's to fix
+                fail(f"cannot load tokenizer {name!r}: {type(err).__name__}: {str(err)[:300]} "
+                     "(pass --tokenizer words to count whitespace words instead)")
+        return len(loaded[0](text, add_special_tokens=False)["input_ids"])
+
+    return count
 
 
 def _generator_config(path: Path):

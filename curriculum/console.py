@@ -106,6 +106,9 @@ class RichReporter(QuietReporter):
             delta = [_delta(value, before) if before is not None else ""] if base is not None else []
             table.add_row(f"eval/{key}", f"{value:.4g}", *delta)
         self.console.print(table)
+        headline = headline_table(report.eval)
+        if headline is not None:
+            self.console.print(headline)
         if report.design is not None:
             self.console.print(f"[bold]engineer[/] {report.design.engineer} → next proposal:")
             self.console.print(proposal_table(report.design.projected))
@@ -152,6 +155,25 @@ def proposal_table(proposal: dict[str, Any]) -> Table | str:
     return table
 
 
+def headline_table(report: EvalReport) -> Table | None:
+    """The papers' headline numbers: valid % and optimal % per suite (agent count), in [0, 100] as
+    the paper's tables print them (SPEC §1.8 compares against 100 x the 3-agent rates), next to the
+    pooled score. ``None`` when the report has no per-suite ``valid_rate/<suite>``."""
+    suites = [key.split("/")[1] for key in report.metrics
+              if key.count("/") == 1 and key.startswith("valid_rate/")]
+    if not suites:
+        return None
+    table = Table(title=f"paper-comparable (percent); pooled score {report.score:.4f}")
+    table.add_column("suite")
+    table.add_column("valid %", justify="right")
+    table.add_column("optimal %", justify="right")
+    for suite in suites:
+        optimal = report.metrics.get(f"optimal_rate/{suite}")
+        table.add_row(suite, f"{100 * report.metrics[f'valid_rate/{suite}']:.2f}",
+                      "-" if optimal is None else f"{100 * optimal:.2f}")
+    return table
+
+
 def eval_table(report: EvalReport, title: str = "eval") -> Group:
     """Tables from metrics keyed ``metric/suite/part``: metrics that share the same parts (e.g.
     valid and optimal rate per map size; failure rate per check) go in one table, one row per
@@ -181,4 +203,5 @@ def eval_table(report: EvalReport, title: str = "eval") -> Group:
                 table.add_row(suite, "[bold]all", *(f"{report.metrics.get(f'{n}/{suite}', float('nan')):.3f}"
                                                     for n in names))
         tables.append(table)
-    return Group(*tables)
+    headline = headline_table(report)
+    return Group(*([headline] if headline is not None else []), *tables)

@@ -17,14 +17,19 @@ Step t then:
 2. plays the play set (the environments of this step's admitted designs, then the least-played pool
    environments up to ``envs_per_step``): G episodes without the hint and G with it each
    (``engineers.spade.play``), through the sandbox pool;
-3. scores this step's designs: designer signal ``regret`` → 0.4 * clip(regret/0.15, 0, 1) +
-   0.6 * anchor(win rate), or ``learning_potential`` → |EMA_fast - EMA_slow| of the agent's return
-   (``engineers.spade.rewards``); then centres them per skill together with the rejected ones;
+3. scores designs: designer signal ``regret`` → this step's designs, 0.4 * clip(regret/0.15, 0, 1) +
+   0.6 * anchor(win rate) from this step's plays; or ``learning_potential`` → the buffered designs
+   due now (generated k steps ago), |EMA_fast - EMA_slow| / (2 (a_fast - a_slow)) of their
+   environment's return over its plays since (the environment is replayed every step until then)
+   (``engineers.spade.rewards``); then centres them per skill together with the rejected ones.
+   Designs marked ``trainable: false`` (a frozen designer, or ``train_designer: false``) are
+   scored for the logs and never buffered;
 4. builds the update batch: agent rows (one per unhinted episode; hinted too when
    ``train_on_hinted``) with reward R = episode return, grouped by (environment, hint condition),
    and designer rows popped from the buffer (generated at step t-k, k = ``designer_delay``), with
-   their centred reward, grouped by skill; advantages per role:
-   A_i = (r_i - mean_group(r)) / (std_role(r - mean_group) + eps);
+   their centred reward, grouped by skill; advantages per role: agent
+   A_i = (r_i - mean_group(r)) / (std_role(r - mean_group) + eps), designer A_i = r_i - mean_skill(r)
+   (no std division, as the paper; ``agent_advantage`` / ``designer_advantage`` switch either);
 5. hands the batch to TRL's ``GRPOTrainer`` through ``rollout_func`` (``prompt_ids``,
    ``completion_ids``, ``logprobs`` and ``env_mask``: environment turns are masked out of the loss)
    and overrides TRL's group advantages with the per-role ones. Designer rows get per-token
@@ -95,7 +100,9 @@ class SelfPlayConfig(GRPOConfig):
     pool: PoolSettings = Field(default_factory=PoolSettings)
     """Training pool size and retirement."""
     designer_signal: Literal["regret", "learning_potential"] = "regret"
-    """Designer reward: hint regret + anchor (the method), or EMA learning potential (ablation)."""
+    """Designer reward: hint regret + anchor (the method, scored at the design's first play), or
+    learning potential (ablation): |fast − slow EMA| of the agent's return on the environment over
+    its plays from the design's step to its training step k = ``designer_delay`` steps later."""
     regret_scale: float = Field(R.REGRET_SCALE, gt=0.0)
     """Regret that earns the full regret term: clip(regret / scale, 0, 1)."""
     regret_weight: float = Field(R.REGRET_WEIGHT, ge=0.0)
@@ -110,20 +117,28 @@ class SelfPlayConfig(GRPOConfig):
     """Width of the anchor's linear ramps."""
     anchor_on: Literal["no_hint", "all"] = "no_hint"
     """Win rate the anchor reads: unhinted episodes (default) or all 2G."""
-    ema_fast: float = Field(0.5, gt=0.0, le=1.0)
-    """Step size of the fast return EMA (learning potential)."""
-    ema_slow: float = Field(0.1, gt=0.0, le=1.0)
-    """Step size of the slow return EMA (learning potential)."""
+    ema_fast: float = Field(0.35, gt=0.0, le=1.0)
+    """Step size of the fast return EMA (learning potential; public SPADE code ``lp_gamma_fast``)."""
+    ema_slow: float = Field(0.15, gt=0.0, le=1.0)
+    """Step size of the slow return EMA (learning potential; public SPADE code ``lp_gamma_slow``)."""
     designer_delay: int = Field(4, ge=0)
     """k: a designer sample is trained k rollout steps after it was generated."""
     designer_max_wait: int = Field(8, ge=0)
     """Steps past due after which an unscored designer sample is dropped."""
     is_cap: float = Field(2.0, gt=0.0)
     """Cap of the truncated importance weight of delayed designer samples."""
+    train_designer: bool = True
+    """Train the designer role. ``false`` is the public code's no-designer-training ablation
+    (``--spade-no-train-on-env-trajectories``): the policy still designs, its designs are played and
+    scored, but never trained on (``engineer.designer: base`` freezes the designer's weights too)."""
     train_on_hinted: bool = False
     """Also train the agent on its hinted episodes (default: they only measure regret)."""
-    scale_by_role_std: bool = True
-    """Divide each role's centred rewards by the role's std (per-role normalisation)."""
+    agent_advantage: Literal["role_std", "centred"] = "role_std"
+    """Agent rows: group-centred return divided by the agent role's std (``role_std``), or only
+    centred (``centred``)."""
+    designer_advantage: Literal["centred", "role_std"] = "centred"
+    """Designer rows: the per-skill mean-centred reward as it is (``centred``: the paper, no std
+    division), or divided by the designer role's std (``role_std``)."""
     micro_batch_size: int = Field(8, ge=1)
     """Rows per forward/backward pass (the update accumulates over the whole step)."""
     sandbox: SandboxConfig = Field(default_factory=lambda: SandboxConfig(workers=2))
@@ -142,6 +157,15 @@ class SelfPlayConfig(GRPOConfig):
             if isinstance(play, dict) and "temperature" not in play:
                 data = {**data, "play": {**play, "temperature": data.get("temperature", 1.0)}}
         return data
+
+    @model_validator(mode="after")
+    def _learning_potential_window(self) -> SelfPlayConfig:
+        if self.ema_fast <= self.ema_slow:
+            raise ValueError(f"ema_fast ({self.ema_fast}) must be larger than ema_slow ({self.ema_slow})")
+        if self.designer_signal == "learning_potential" and self.designer_delay < 1:
+            raise ValueError("designer_signal: learning_potential measures the change of the agent's return over "
+                             "the plays between a design and its training step: it needs designer_delay >= 1")
+        return self
 
     @model_validator(mode="after")
     def _same_temperature(self) -> SelfPlayConfig:
@@ -165,7 +189,7 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
         self.retired: dict[str, str] = {}
         """env_id → why it left the pool (``mastered``, ``stale``, ``overflow``); never re-admitted."""
         self.ema: dict[str, list[float]] = {}
-        """env_id → [fast, slow] EMA of the agent's mean unhinted return."""
+        """env_id → [fast, slow, plays]: EMAs of the agent's mean unhinted return over its plays."""
         self.step = 0
         self.rng = np.random.default_rng(run_config.seed)
         self._sandbox: Any = None
@@ -265,6 +289,14 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
         from trainers.generation import render_chat
 
         data = task.data
+        trainable = bool(data.get("trainable", True)) and self.config.train_designer
+        penalty = data.get("penalty")
+        parts = {} if data.get("admitted") else {"penalty": -1.0 if penalty is None else float(penalty)}
+        if not trainable:  # a frozen designer's output: scored for the logs, never trained (no tokens)
+            return DesignerSample(id=str(data["design_id"]), step=self.step, skill=str(data.get("skill", "")),
+                                  prompt_ids=[], completion_ids=[], behaviour_logprobs=[],
+                                  env_id=data.get("env_id"), admitted=bool(data.get("admitted", False)),
+                                  reason=str(data.get("reason", "")), trainable=False, parts=parts)
         prompt_ids = self._encode(render_chat(self.tokenizer, data["messages"]))
         completion_ids = data.get("completion_ids") or self._encode(data["completion"])
         if self.tokenizer.eos_token_id is not None and (not completion_ids or completion_ids[-1] != self.tokenizer.eos_token_id):
@@ -276,7 +308,7 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
             id=str(data["design_id"]), step=self.step, skill=str(data.get("skill", "")),
             prompt_ids=prompt_ids, completion_ids=list(completion_ids), behaviour_logprobs=list(behaviour),
             env_id=data.get("env_id"), admitted=bool(data.get("admitted", False)),
-            reason=str(data.get("reason", "")),
+            reason=str(data.get("reason", "")), parts=parts,
         )
 
     def _play_set(self, required: list[str]) -> list[str]:
@@ -290,29 +322,51 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
         chosen += rest[:max(0, limit - len(chosen))]
         return chosen
 
-    def _designer_rewards(self, designs: list[DesignerSample], stats: dict[str, dict[str, Any]],
-                          penalties: dict[str, float]) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
+    def _designer_rewards(self, designs: list[DesignerSample],
+                          stats: dict[str, dict[str, Any]]) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
+        """Uncentred value of each design that can be scored now, centred per skill among them.
+
+        ``regret``: this step's designs, from their environment's plays this step (admitted but
+        unplayed: no reward yet). ``learning_potential``: ``designs`` are the buffered ones due now;
+        their value is their environment's LP over every play so far. Rejected: their penalty."""
         cfg: SelfPlayConfig = self.config
+        regret = cfg.designer_signal == "regret"
+        scored = [d for d in designs if not d.admitted or not regret or d.env_id in stats]
         raw: list[float] = []
         parts: dict[str, dict[str, float]] = {}
-        scored = [d for d in designs if not d.admitted or d.env_id in stats]  # admitted but unplayed: no reward yet
         for d in scored:
-            if d.admitted:
+            if not d.admitted:
+                p = {"penalty": d.parts["penalty"]}
+                value = p["penalty"]
+            elif regret:
                 s = stats[d.env_id]
                 rate = s["win_rate"] if cfg.anchor_on == "no_hint" else (s["win_rate"] + s["win_rate_hint"]) / 2
                 p = R.designer_reward(s["returns_hint"], s["returns"], rate, scale=cfg.regret_scale,
                                       regret_weight=cfg.regret_weight, anchor_weight=cfg.anchor_weight,
                                       low=cfg.anchor_low, high=cfg.anchor_high, ramp=cfg.anchor_ramp)
-                p["learning_potential"] = s.get("learning_potential", 0.0)
+                p["learning_potential"] = s["learning_potential"]
                 p["win_rate"], p["win_rate_hint"] = s["win_rate"], s["win_rate_hint"]
-                value = p["reward"] if cfg.designer_signal == "regret" else p["learning_potential"]
+                value = p["reward"]
             else:
-                value = penalties[d.id]
-                p = {"penalty": value}
+                p = self._lp_parts(d.env_id)
+                value = p["learning_potential"]
             raw.append(value)
             parts[d.id] = {**p, "uncentred": value}
         centred = R.center_by_group(raw, [d.skill for d in scored])
         return {d.id: c for d, c in zip(scored, centred, strict=True)}, parts
+
+    def _lp_parts(self, env_id: str | None) -> dict[str, float]:
+        """Learning potential of an environment from its return EMAs (0 before a second play)."""
+        fast, slow, *plays = self.ema.get(env_id or "", [0.0, 0.0, 0.0])
+        plays = plays[0] if plays else 0.0  # checkpoints before the play count kept [fast, slow]
+        lp = R.learning_potential(fast, slow, self.config.ema_fast, self.config.ema_slow)
+        return {"learning_potential": lp, "ema_fast": fast, "ema_slow": slow, "plays": plays}
+
+    def _lp_waiting(self) -> set[str]:
+        """Environments whose buffered design waits for its learning-potential window to close."""
+        if self.config.designer_signal != "learning_potential":
+            return set()
+        return {d.env_id for d in self.buffer.pending() if d.admitted and d.reward is None and d.env_id}
 
     # -- one rollout step ---------------------------------------------------------------------------
     def train_round(self, tasks: Sequence[Task], *, round_index: int, seed: int,
@@ -328,7 +382,6 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
         # 1. new environments and designs
         new_envs: list[str] = []
         designs: list[DesignerSample] = []
-        penalties: dict[str, float] = {}
         step_envs: dict[str, dict[str, Any]] = {}
         for task in tasks:
             kind = task.data.get("kind")
@@ -343,10 +396,7 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
                     self.pool_envs[d["env_id"]] = info
                     new_envs.append(d["env_id"])
             elif kind == "design":
-                sample = self._design_sample(task)
-                penalty = task.data.get("penalty")
-                penalties[sample.id] = float(penalty) if penalty is not None else -1.0
-                designs.append(sample)
+                designs.append(self._design_sample(task))
             else:
                 raise ValueError(f"selfplay task {task.id!r} has no data.kind 'env' or 'design'")
         # 2. play: every environment of this step's admitted designs (their reward needs plays), then
@@ -354,31 +404,41 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
         # (a design that re-creates a retired environment is played once more, outside the pool).
         known = {**step_envs, **self.pool_envs}
         designed = [d.env_id for d in designs if d.admitted and d.env_id in known]
+        designed += sorted(e for e in self._lp_waiting() if e in known)  # LP: replay until scored
         play_ids = self._play_set(list(dict.fromkeys(designed)))
         envs = [PlayEnv(env_id=e, source=known[e]["source"], hint=known[e]["hint"], setting=known[e]["setting"],
                         class_name=known[e]["class_name"], skill=known[e]["skill"]) for e in play_ids]
         episodes = play(self.sandbox(), envs, self._turn_model(), cfg.play, seed=seed) if envs else []
         stats = summarise(envs, episodes)
         for env_id, s in stats.items():
-            fast, slow = self.ema.get(env_id, [0.0, 0.0])
-            mean_ret = R.mean(s["returns"])
-            fast, slow = R.ema_update(fast, mean_ret, cfg.ema_fast), R.ema_update(slow, mean_ret, cfg.ema_slow)
-            self.ema[env_id] = [fast, slow]
-            s["learning_potential"] = R.learning_potential(fast, slow)
+            previous = self.ema.get(env_id)
+            fast, slow = R.lp_update(previous, R.mean(s["returns"]), cfg.ema_fast, cfg.ema_slow)
+            plays = previous[2] if previous and len(previous) > 2 else float(previous is not None)
+            self.ema[env_id] = [fast, slow, plays + 1.0]
+            s["learning_potential"] = R.learning_potential(fast, slow, cfg.ema_fast, cfg.ema_slow)
             s["regret"] = R.regret(s["returns_hint"], s["returns"])
             s["raw_regret"] = R.raw_regret(s["returns_hint"], s["returns"])
             entry = known[env_id]
             entry["plays"] += 1
             entry["win_rate"], entry["win_rate_hint"] = s["win_rate"], s["win_rate_hint"]
-        # 3. score this step's designs and buffer them
-        rewards, parts = self._designer_rewards(designs, stats, penalties)
-        self.buffer.add(designs)
-        self.buffer.score(rewards, parts)
+        # 3. buffer this step's trainable designs (a frozen designer's are only scored, for the logs);
+        # score this step's designs (regret) or the buffered ones due now (learning potential)
+        self.buffer.add([d for d in designs if d.trainable])
+        if cfg.designer_signal == "learning_potential":
+            designs_to_score = [d for d in self.buffer.pending()
+                                if d.reward is None and d.step + cfg.designer_delay <= self.step]
+        else:
+            designs_to_score = designs
+        rewards, parts = self._designer_rewards(designs_to_score, stats)
+        buffered = {d.id for d in self.buffer.pending()}
+        self.buffer.score({k: v for k, v in rewards.items() if k in buffered}, parts)
         due = self.buffer.pop_due(self.step)
         # 4. rows and per-role advantages
         rows = self._agent_rows(episodes) + [self._designer_row(d) for d in due]
+        std_roles = [role for role, mode in (("agent", cfg.agent_advantage), ("designer", cfg.designer_advantage))
+                     if mode == "role_std"]
         advantages = R.role_advantages([r["reward"] for r in rows], [r["group"] for r in rows],
-                                       [r["role"] for r in rows], scale_by_role_std=cfg.scale_by_role_std)
+                                       [r["role"] for r in rows], std_roles=std_roles)
         for row, adv in zip(rows, advantages, strict=True):
             row["advantage"] = adv
         # 5. update through TRL
@@ -417,7 +477,8 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
         pool = self.config.pool
         mastered = [e for e, s in stats.items() if s["win_rate"] >= pool.retire_win_rate]
         mastered = [e for e in mastered if e in self.pool_envs]
-        stale = [e for e in stats if e in self.pool_envs and e not in mastered
+        waiting = self._lp_waiting()  # LP windows still open: not stale yet
+        stale = [e for e in stats if e in self.pool_envs and e not in mastered and e not in waiting
                  and self.pool_envs[e]["plays"] >= pool.max_plays]
         for e in mastered:
             self.retired[e] = "mastered"
@@ -442,7 +503,7 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
                 reasons[d.reason or "rejected"] = reasons.get(d.reason or "rejected", 0) + 1
         for reason, count in sorted(reasons.items()):
             out[f"spade/rejected/{reason}"] = count / n
-        admitted_parts = [parts[d.id] for d in designs if "regret" in parts.get(d.id, {})]
+        admitted_parts = [p for p in parts.values() if "penalty" not in p]  # the designs scored this step
         for key in ("regret", "raw_regret", "regret_term", "anchor", "learning_potential", "uncentred"):
             vals = [p[key] for p in admitted_parts if key in p]
             out[f"spade/designer/{key}"] = R.mean(vals)
@@ -457,6 +518,7 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
         out["spade/env_failures"] = float(sum(s["env_failures"] for s in stats.values()))
         out["spade/agent_rows"] = float(sum(r["role"] == "agent" for r in rows))
         out["spade/designer_rows"] = float(len(due))
+        out["spade/designer_frozen"] = float(sum(not d.trainable for d in designs))
         out["spade/designer_buffered"] = float(len(self.buffer))
         out["spade/pool_size"] = float(len(self.pool_envs))
         out["spade/new_envs"] = float(len(new_envs))

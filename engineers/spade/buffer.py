@@ -47,7 +47,9 @@ class DesignerSample(BaseModel):
     reward: float | None = None
     """Designer reward after per-skill centring; ``None`` until scored."""
     parts: dict[str, float] = Field(default_factory=dict)
-    """Reward parts (regret, regret term, anchor, win rates) for logging."""
+    """Reward parts (regret, regret term, anchor, win rates; ``penalty`` of a rejected design)."""
+    trainable: bool = True
+    """``False`` for a frozen designer's output: scored for the logs, never buffered or trained."""
 
 
 class DelayedDesignerBuffer:

@@ -21,11 +21,21 @@ GAME_SKILLS = (
     "spatial reasoning", "causal inference", "memory recall", "optimization",
     "language understanding",
 )
-"""Game skills of the public SPADE code (SPEC §2.3)."""
+"""All nine game skills the public SPADE code's game generator knows (SPEC §2.3)."""
+
+SIX_GAME_SKILLS = (
+    "mathematical reasoning", "logical deduction", "spatial reasoning", "pattern recognition",
+    "optimization", "causal inference",
+)
+"""The six-skill curriculum (SPEC §2.3: 58.3 vs 53.7 with two skills): the ``--spade-skills`` of the
+public code's games training scripts (4B, 8B, the fixed-pool controls). The default for games."""
+
+TWO_GAME_SKILLS = ("mathematical reasoning", "pattern recognition")
+"""The two-skill ablation (the public code's ``train_two_skill_30b.sh``)."""
 
 TOOL_SKILLS = ("API orchestration", "data retrieval", "state modification", "error recovery",
-               "tool selection")
-"""Tool-use skills of the public SPADE code (SPEC §2.3)."""
+               "tool selection", "multi-step workflows")
+"""Tool-use skills: the ``--spade-skills`` of the public code's tool-use training script (six)."""
 
 
 class RejectReason(str, Enum):
@@ -185,11 +195,13 @@ class SpadeEngineerConfig(PluginConfig):
     """``games``: single-player text games with ``\\boxed{}`` answers; ``tools``: tool-use
     environments subclassing ``ToolEnv``."""
     skills: list[str] | None = None
-    """Skills cycled through by design calls (``None``: all skills of the setting)."""
+    """Skills cycled through by design calls (``None``: the setting's six-skill curriculum,
+    ``SIX_GAME_SKILLS`` or ``TOOL_SKILLS``; the two-skill ablation is ``TWO_GAME_SKILLS``)."""
     designs_per_round: int = Field(4, ge=1)
     """Design calls per round."""
     designer: Literal["policy", "base"] = "policy"
-    """Which model writes environments: the current policy (shared weights) or the frozen base."""
+    """Which model writes environments: the current policy (shared weights, trained as designer)
+    or the frozen base model (the frozen-designer ablation: its designs are played, never trained on)."""
     max_new_tokens: int | None = Field(None, ge=64)
     """Completion budget of a design call (``None``: ``generation.engineer_max_new_tokens``)."""
     temperature: float = Field(1.0, ge=0.0, le=5.0)
@@ -207,7 +219,7 @@ class SpadeEngineerConfig(PluginConfig):
     """How model-written programs are run (the ``ToolEnv`` prelude is added automatically)."""
 
     def skill_list(self) -> list[str]:
-        """The configured skills, or all skills of the setting."""
+        """The configured skills, or the setting's six-skill curriculum."""
         if self.skills:
             return list(self.skills)
-        return list(GAME_SKILLS if self.setting == "games" else TOOL_SKILLS)
+        return list(SIX_GAME_SKILLS if self.setting == "games" else TOOL_SKILLS)

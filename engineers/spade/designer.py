@@ -113,6 +113,11 @@ class RoundSummary(BaseModel):
     """Vendi score / n over this round's admitted environments (None when fewer than one)."""
     vendi: float | None
     """Vendi score of the same set."""
+    vendi_per_n_run: float | None = None
+    """Vendi score / n over every environment admitted in the run so far (the whole pool, evicted
+    ones included; the paper's collapse, one maze 41 times in a row, shows at this level)."""
+    run_pool: int = 0
+    """Number of environments that measure covers."""
     embedding: str | None
     """Embedder used for the diversity numbers."""
     near_duplicates: dict[str, str] = Field(default_factory=dict)
@@ -161,11 +166,12 @@ class Pool:
         return len(self.entries)
 
 
-def design_samples(candidates: Sequence[DesignCandidate]) -> list[dict[str, Any]]:
+def design_samples(candidates: Sequence[DesignCandidate], *, trainable: bool = True) -> list[dict[str, Any]]:
     """One JSON record per design call, for the co-training trainer to train the designer on:
     ``design_id`` (``r<round>-c<call>-<hash[:8]>``), ``skill``, ``messages``, ``completion``,
     ``admitted``, ``reason`` (``ok`` when admitted), ``env_id`` (when admitted), ``penalty``
-    (when rejected)."""
+    (when rejected), ``trainable`` (``False`` for a frozen designer: its designs are played and
+    scored, never trained on)."""
     out = []
     for c in candidates:
         adm = c.admission
@@ -174,7 +180,7 @@ def design_samples(candidates: Sequence[DesignCandidate]) -> list[dict[str, Any]
                     "messages": c.messages, "completion": c.output, "admitted": admitted,
                     "reason": "ok" if admitted else (adm.reason.value if adm and adm.reason else ""),
                     "env_id": c.hash if admitted else None,
-                    "penalty": None if admitted or adm is None else adm.penalty})
+                    "penalty": None if admitted or adm is None else adm.penalty, "trainable": trainable})
     return out
 
 
@@ -298,9 +304,10 @@ class Designer:
                             "admitted": False, "reason": RejectReason.near_duplicate,
                             "detail": f"near duplicate of {cand.near_duplicate_of}",
                             "penalty": self.config.admission.penalties[RejectReason.near_duplicate]})
-        t2 = time.monotonic()
         for cand in candidates:
             self.remember(cand)
+        run_per_n, run_pool = self._run_diversity()
+        t2 = time.monotonic()
         rejected = [c for c in candidates if not (c.admission and c.admission.admitted)]
         summary = RoundSummary(
             round=round, designs=len(candidates),
@@ -310,13 +317,25 @@ class Designer:
             rejected=[{"hash": c.hash,
                        "reason": c.admission.reason.value if c.admission and c.admission.reason else "",
                        "detail": (c.admission.detail if c.admission else "")[:300]} for c in rejected],
-            vendi_per_n=per_n, vendi=vendi, embedding=embedder_name,
+            vendi_per_n=per_n, vendi=vendi, vendi_per_n_run=run_per_n, run_pool=run_pool, embedding=embedder_name,
             near_duplicates={c.hash: c.near_duplicate_of for c in candidates if c.near_duplicate_of},
             corpus_docs=[c.corpus_doc_id for c in candidates], parents=[c.parent for c in candidates],
             seconds={"generation": generation_seconds, "admission": t1 - t0, "diversity": t2 - t1})
         log.info("spade round %d: %d/%d admitted, rejections %s, vendi/n %s", round,
                  len(summary.admitted), len(candidates), summary.rejections, per_n)
         return summary
+
+    def _run_diversity(self) -> tuple[float | None, int]:
+        """Vendi / n over every environment admitted in the run so far (embedded together, so a
+        per-call TF-IDF sees them all)."""
+        pool = [e for e in self.memory.entries() if e.admitted]
+        if not pool:
+            return None, 0
+        if self.embedder is None:
+            self.embedder = get_embedder(self.config.diversity.embedding)
+        matrix = self.embedder.embed([environment_text(e.hint, e.extra.get("first_observation"), e.program)
+                                      for e in pool])
+        return vendi_per_n(matrix), len(pool)
 
     def remember(self, cand: DesignCandidate) -> MemoryEntry:
         """Record a candidate and its verdict in the memory."""

@@ -2,7 +2,9 @@
 sandbox, remembered and measured for diversity; the proposal is the resulting environment pool.
 
 ``design(ctx)`` makes ``designs_per_round`` design calls (``Designer.propose``) with the policy
-(``designer: policy``) or the frozen base model (``designer: base``), admits them
+(``designer: policy``) or the frozen base model (``designer: base``, the frozen-designer
+ablation: its designs are marked ``trainable: false``, so the trainer plays and scores them but
+never trains the shared policy on them), admits them
 (``Designer.admit_all``), appends the round's ``RoundSummary`` to
 ``<run_dir>/spade_rounds.jsonl``, and returns ``Design(raw={"environments": [...], "designs":
 [...]})`` — the active admitted environments of the memory (``hash, setting, skill, hint,
@@ -124,7 +126,8 @@ class SpadeEngineer(Engineer):
         pool = Pool.from_memory(self.memory)
         first = candidates[0] if candidates else None
         return Design(
-            raw={**pool.to_json(), "designs": design_samples(candidates)},
+            raw={**pool.to_json(),
+                 "designs": design_samples(candidates, trainable=self.config.designer == "policy")},
             prompt=first.prompt_text if first else None,
             output=first.output if first else None,
             notes={"spade": summary.model_dump(mode="json"),
@@ -132,7 +135,8 @@ class SpadeEngineer(Engineer):
                    "corpus": self._corpus.info.__dict__ if self._corpus else None,
                    "diagnostics": {"admitted": len(summary.admitted), "designs": summary.designs,
                                    "rejections": summary.rejections,
-                                   "vendi_per_n": summary.vendi_per_n}})
+                                   "vendi_per_n": summary.vendi_per_n,
+                                   "vendi_per_n_run": summary.vendi_per_n_run}})
 
     def state_dict(self) -> dict[str, Any]:
         return {"corpus_seed": self._corpus_seed,

@@ -20,22 +20,27 @@ anchor(0.15) = 0, anchor(0.275) = 0.5, anchor(0.4..0.6) = 1, anchor(0.85) = 0.
 A design rejected at admission gets the configured penalty for its reason instead of the blend
 (it is centred with its skill's other designs like any other reward).
 
-Learning potential (the ablation that replaces regret): per environment, exponential moving
-averages of the agent's mean return R_t at each play,
+Learning potential (the ablation that replaces regret; the public SPADE code's ``lp`` variant,
+``LearningPotential`` / ``LPDifficultyController``): per environment, a fast and a slow
+exponential moving average of the agent's mean unhinted return R_n at its n-th play,
 
-    fast_t = fast_{t-1} + a_fast (R_t - fast_{t-1}),   slow_t = slow_{t-1} + a_slow (R_t - slow_{t-1})
-    LP_t   = |fast_t - slow_t|
+    fast_1 = slow_1 = R_1                                        (first play: LP_1 = 0)
+    fast_n = fast_{n-1} + a_fast (R_n - fast_{n-1}),   slow_n = slow_{n-1} + a_slow (R_n - slow_{n-1})
+    LP_n   = |fast_n - slow_n| / (2 (a_fast - a_slow))           (a_fast > a_slow; 0.35, 0.15)
 
-with both EMAs starting at 0 (our choice: a new environment's first play already shows how far
-it moved the agent from "knows nothing"; the paper does not state the initial value).
+so LP measures how fast the return *changes* across plays: flat returns give 0 whatever their
+level, a step of size D in the return gives LP = D / 2 one play later. The normalisation
+1 / (2 (a_fast - a_slow)) is the public code's ``scale``.
 
 Per-role advantages (stabiliser 1): samples of each role are normalised on their own,
 
     c_i = r_i - mean_{j in group(i)} r_j                 (GRPO group baseline)
-    A_i = c_i / (std_{j in role(i)} c_j + eps)           (std over the role's batch; optional)
+    A_i = c_i / (std_{j in role(i)} c_j + eps)           (roles in ``std_roles`` only)
+    A_i = c_i                                            (the other roles)
 
 Agent groups are (environment, hint condition); the designer's group is its skill, so its
-c_i is exactly the per-skill centred reward above.
+c_i is exactly the per-skill centred reward above. The paper mean-centres designer rewards per
+skill without a std division, so the trainer divides only the agent role by default.
 
 Truncated importance sampling (stabiliser 2): a designer sample generated k steps before it is
 trained carries its behaviour log-probs; the per-token weight is
@@ -49,7 +54,7 @@ the same thing for w_t >= 0 under PPO's min(ratio*A, clip(ratio)*A)).
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Sequence
+from collections.abc import Collection, Hashable, Sequence
 
 import numpy as np
 
@@ -133,24 +138,33 @@ def ema_update(previous: float, value: float, alpha: float) -> float:
     return float(previous + alpha * (value - previous))
 
 
-def learning_potential(fast: float, slow: float) -> float:
-    """|fast - slow|: how fast the agent's return on the environment is still moving."""
-    return float(abs(fast - slow))
+def lp_update(previous: Sequence[float] | None, value: float, fast_rate: float,
+              slow_rate: float) -> tuple[float, float]:
+    """(fast, slow) after one more play with mean return ``value``; both start at the first value."""
+    if previous is None:
+        return float(value), float(value)
+    return ema_update(previous[0], value, fast_rate), ema_update(previous[1], value, slow_rate)
+
+
+def learning_potential(fast: float, slow: float, fast_rate: float, slow_rate: float) -> float:
+    """|fast - slow| / (2 (fast_rate - slow_rate)): how fast the agent's return is still moving."""
+    if not fast_rate > slow_rate:
+        raise ValueError("fast_rate must be larger than slow_rate")
+    return float(abs(fast - slow) / (2.0 * (fast_rate - slow_rate)))
 
 
 def role_advantages(rewards: Sequence[float], groups: Sequence[Hashable], roles: Sequence[str], *,
-                    scale_by_role_std: bool = True, eps: float = 1e-4) -> list[float]:
-    """Group-centred rewards, each divided by the std of its own role's centred rewards.
+                    std_roles: Collection[str] | None = None, eps: float = 1e-4) -> list[float]:
+    """Group-centred rewards; those of a role in ``std_roles`` (``None``: every role) are divided
+    by the std of that role's centred rewards.
 
     ``groups`` are compared within a role only (the same key in two roles is two groups).
     """
     if not len(rewards) == len(groups) == len(roles):
         raise ValueError("rewards, groups and roles differ in length")
     centred = center_by_group(rewards, [(role, g) for role, g in zip(roles, groups, strict=True)])
-    if not scale_by_role_std:
-        return centred
     out = list(centred)
-    for role in set(roles):
+    for role in set(roles) if std_roles is None else set(roles) & set(std_roles):
         idx = [i for i, r in enumerate(roles) if r == role]
         std = float(np.std([centred[i] for i in idx])) if len(idx) > 1 else 0.0
         for i in idx:

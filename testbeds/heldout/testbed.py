@@ -80,6 +80,9 @@ class DesignSample(BaseModel):
     """Generated token ids, when the engineer kept them."""
     behaviour_logprobs: list[float] | None = None
     """Generation-time log-probs of ``completion_ids``."""
+    trainable: bool = True
+    """``False`` when a frozen designer (``engineer.designer: base``) wrote it: the trainer scores
+    it for the logs but never trains on it."""
 
 
 class SpadeProposal(BaseModel):

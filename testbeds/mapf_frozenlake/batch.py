@@ -2,10 +2,12 @@
 
 * ``solve_record``: an instance object → ``{"line", "id", "status", "cost", "plan"}``.
 * ``validate_record``: ``{"instance": {...}, "response": "...", "num_tokens": optional}`` →
-  ``{"line", "id", "valid", "checks", "reasons", "cost", "optimal_cost", "optimal", "reward"}``.
-  The instance's optimal cost is taken from the record, or computed with the solver when absent.
-  The reward uses the cold-start adaptive weights (EMA 0 → 0.5/0.5) and ``num_tokens``
-  (default: whitespace-separated words of the response, a rough stand-in for a tokenizer).
+  ``{"line", "id", "valid", "checks", "reasons", "cost", "optimal_cost", "optimal", "reward",
+  "num_tokens", "token_unit"}``. The instance's optimal cost is taken from the record, or computed
+  with the solver when absent. The reward uses the cold-start adaptive weights (EMA 0 → 0.5/0.5)
+  and ``num_tokens``: the record's own (``token_unit: "given"``), else ``count_tokens(response)``
+  (the CLI passes a tokenizer's count; ``token_unit`` names it), else whitespace-separated words
+  (``token_unit: "words"``) — the length thresholds (1500, 4096) are meant in tokens.
 
 A record that cannot be used — not an object, a missing or malformed field, an invalid instance
 (``instance.instance_problems``) — gives ``{"line", "id", "error": reason}`` (``solve_record``
@@ -17,6 +19,7 @@ lines that could not even be read. Every output has ``"line"`` (the 1-based inpu
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from testbeds.mapf_frozenlake.instance import Instance, InvalidInstance
@@ -66,25 +69,34 @@ def solve_record(value: Any, *, line: int | None = None, time_budget_s: float = 
             "plan": [[list(c) for c in p] for p in r.plan] if r.plan is not None else None}
 
 
-def _validate_inputs(obj: dict[str, Any]) -> tuple[Instance, str, int]:
+def words(text: str) -> int:
+    """Whitespace-separated words: the token count when no tokenizer is given."""
+    return len(text.split())
+
+
+def _validate_inputs(obj: dict[str, Any], count_tokens: Callable[[str], int],
+                     token_unit: str) -> tuple[Instance, str, int, str]:
     if "instance" not in obj:
         raise BadRecord("missing field 'instance'")
     inst = Instance.from_dict(obj["instance"])
     response = obj.get("response", "")
     if not isinstance(response, str):
         response = json.dumps(response)
-    num_tokens = obj.get("num_tokens", len(response.split()))
+    if "num_tokens" not in obj:
+        return inst, response, count_tokens(response), token_unit
+    num_tokens = obj["num_tokens"]
     if isinstance(num_tokens, bool) or not isinstance(num_tokens, int) or num_tokens < 0:
         raise BadRecord(f"'num_tokens' must be a non-negative integer (got {num_tokens!r:.40})")
-    return inst, response, num_tokens
+    return inst, response, num_tokens, "given"
 
 
 def validate_record(value: Any, *, line: int | None = None, reward: AdaptiveReward | None = None,
-                    time_budget_s: float = 10.0) -> dict[str, Any]:
+                    time_budget_s: float = 10.0, count_tokens: Callable[[str], int] = words,
+                    token_unit: str = "words") -> dict[str, Any]:
     """Run the eight checks and the reward on one ``{instance, response}`` record."""
     try:
         obj = _object(value)
-        inst, response, num_tokens = _validate_inputs(obj)
+        inst, response, num_tokens, unit = _validate_inputs(obj, count_tokens, token_unit)
     except (BadRecord, InvalidInstance) as exc:
         return error_result(str(exc), line=line, record_id=_id(value))
     if inst.optimal_cost is None:
@@ -95,5 +107,5 @@ def validate_record(value: Any, *, line: int | None = None, reward: AdaptiveRewa
     rw = (reward or AdaptiveReward())(v, num_tokens)
     out = {"line": line, "id": obj.get("id", inst.id)}
     out.update(v.to_dict())
-    out.update(reward=rw, num_tokens=num_tokens)
+    out.update(reward=rw, num_tokens=num_tokens, token_unit=unit)
     return out

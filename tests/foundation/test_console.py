@@ -46,3 +46,19 @@ def test_non_parametric_proposals_are_summarised_not_dumped():
 
     text = _render(proposal_table({"environments": [{"program": "x" * 5000}] * 3, "note": "[b]"}))
     assert "environments: 3 item(s)" in text and "[b]" in text and "xxxx" not in text
+
+
+def test_eval_tables_print_the_papers_numbers_per_agent_count():
+    """Valid % and optimal % per agent count, as the paper's tables print them (in [0, 100]),
+    next to the pooled score — in `curriculum eval`/`show` tables and in the round summary."""
+    report = EvalReport(score=0.3083, metrics={
+        "valid_rate/3agents": 0.4042, "optimal_rate/3agents": 0.2608, "valid_rate/4agents": 0.2667,
+        "optimal_rate/4agents": 0.161, "valid_rate": 0.3083, "valid_rate/3agents/3x3": 0.9})
+    text = _render(eval_table(report))
+    assert "pooled score 0.3083" in text
+    assert "40.42" in text and "26.08" in text and "26.67" in text and "16.10" in text
+    assert text.index("40.42") < text.index("0.900")  # the headline comes first
+    console = Console(file=io.StringIO(), width=200, color_system=None)
+    RichReporter(console).round_end(RoundReport(round=0, proposal={}, train_metrics={}, eval=report))
+    assert "40.42" in console.file.getvalue()
+    assert "valid %" not in _render(eval_table(EvalReport(score=0.1, metrics={"spade/mean": 0.1})))

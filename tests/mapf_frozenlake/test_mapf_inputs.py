@@ -164,3 +164,22 @@ def test_cli_generate_refuses_bad_inputs_readably(tmp_path):
         assert res.exception is None or isinstance(res.exception, SystemExit)
     res = _run(["generate", "--agents", "12", "--n", "4"])  # cannot fit on 3x3
     assert res.exit_code == 2 and "do not fit" in res.stderr
+
+
+def test_cli_validate_counts_tokens_with_a_tokenizer(tmp_path, tiny_model_dir):
+    """num_tokens comes from the chosen tokenizer (not whitespace words), and the output names
+    the unit; a record's own num_tokens is kept and marked 'given'."""
+    from trainers.models import load_tokenizer
+
+    response = "Agent 1: (0,0) (0,1)"
+    path = tmp_path / "r.jsonl"
+    path.write_text(json.dumps({"instance": GOOD, "response": response}) + "\n"
+                    + json.dumps({"instance": GOOD, "response": response, "num_tokens": 7}) + "\n")
+    tokens = len(load_tokenizer(str(tiny_model_dir))(response, add_special_tokens=False)["input_ids"])
+    assert tokens != len(response.split())
+    out = [json.loads(x) for x in _run(["validate", str(path), "--tokenizer", str(tiny_model_dir)]).stdout.splitlines()]
+    assert [(o["num_tokens"], o["token_unit"]) for o in out] == [(tokens, str(tiny_model_dir)), (7, "given")]
+    out = [json.loads(x) for x in _run(["validate", str(path), "--tokenizer", "words"]).stdout.splitlines()]
+    assert [(o["num_tokens"], o["token_unit"]) for o in out] == [(4, "words"), (7, "given")]
+    res = _run(["validate", str(path), "--tokenizer", str(tmp_path / "no-such-model")])
+    assert res.exit_code == 2 and "cannot load tokenizer" in res.stderr and "Traceback" not in res.output

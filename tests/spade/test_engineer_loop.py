@@ -189,3 +189,47 @@ def test_parallel_admission_keeps_order(tmp_path):
     finally:
         engineer.close()
     assert [d["reason"] for d in design.raw["designs"]] == ["timeout", "ok", "forbidden_import", "ok"]
+
+
+def test_frozen_base_designer_marks_designs_untrainable(tmp_path):
+    """``designer: base`` (the frozen-designer ablation): the base model writes, and its designs
+    reach the trainer as ``trainable: false`` (played and scored, never trained on)."""
+    from testbeds.heldout.testbed import SpadeProposal, SpadeTestbed, SpadeTestbedConfig
+
+    outputs = [fixture("games_guess_ok.out")]
+    (tmp_path / "p").mkdir()
+    (tmp_path / "b").mkdir()
+    policy_engineer = make_engineer(tmp_path / "p")
+    base_engineer = make_engineer(tmp_path / "b", designer="base")
+    base_ctx = context(0, None)
+    base_ctx.base_policy = lambda: ScriptedPolicy(outputs)
+    try:
+        trained = policy_engineer.design(context(0, ScriptedPolicy(outputs))).raw
+        frozen = base_engineer.design(base_ctx).raw
+    finally:
+        policy_engineer.close()
+        base_engineer.close()
+    assert [d["trainable"] for d in trained["designs"]] == [True]
+    assert [d["trainable"] for d in frozen["designs"]] == [False]
+    testbed = SpadeTestbed(SpadeTestbedConfig())
+    proposal, _ = testbed.project(frozen, SpadeProposal())
+    design_tasks = [t for t in testbed.sample(proposal, 0, 0) if t.data["kind"] == "design"]
+    assert [t.data["trainable"] for t in design_tasks] == [False]
+
+
+def test_vendi_per_n_over_the_whole_run_pool(tmp_path):
+    """The same game twice, one per round: each round's own Vendi/n is 1 (one environment), the
+    run's pool shows the repeat (about 1/2)."""
+    text = fixture("games_sortwords_ok.out")
+    again = text.replace("```py\n", "```py\n# the same game once more\n", 1)
+    assert again != text
+    engineer = make_engineer(tmp_path)
+    try:
+        first = engineer.design(context(0, ScriptedPolicy([text]))).notes
+        second = engineer.design(context(1, ScriptedPolicy([again]))).notes
+    finally:
+        engineer.close()
+    assert first["spade"]["vendi_per_n"] == pytest.approx(1.0) and second["spade"]["vendi_per_n"] == pytest.approx(1.0)
+    assert first["spade"]["vendi_per_n_run"] == pytest.approx(1.0) and first["spade"]["run_pool"] == 1
+    assert second["spade"]["run_pool"] == 2 and second["spade"]["vendi_per_n_run"] < 0.6
+    assert second["diagnostics"]["vendi_per_n_run"] == second["spade"]["vendi_per_n_run"]

@@ -48,25 +48,57 @@ def test_per_skill_centring_without_std():
     assert sum(out) == pytest.approx(0.0)
 
 
-def test_ema_learning_potential():
-    fast = R.ema_update(0.0, 1.0, 0.5)
-    slow = R.ema_update(0.0, 1.0, 0.1)
-    assert (fast, slow) == (0.5, pytest.approx(0.1))
-    assert R.learning_potential(fast, slow) == pytest.approx(0.4)
-    assert R.learning_potential(0.3, 0.3) == 0.0
+def test_ema_update():
+    assert R.ema_update(0.2, 1.0, 0.35) == pytest.approx(0.2 + 0.35 * 0.8)
+    assert R.ema_update(0.2, 1.0, 1.0) == 1.0
+
+
+def _lp_series(returns, fast=0.35, slow=0.15):
+    state, out = None, []
+    for value in returns:
+        state = R.lp_update(state, value, fast, slow)
+        out.append(R.learning_potential(*state, fast, slow))
+    return out
+
+
+def test_learning_potential_is_zero_on_first_play_and_for_flat_returns():
+    """Both EMAs start at the first return (public code): a first play, or any flat sequence of
+    returns, has no learning potential whatever its level (an easy environment earns nothing)."""
+    assert _lp_series([0.9]) == [0.0]
+    assert _lp_series([0.9] * 6) == pytest.approx([0.0] * 6)
+    assert _lp_series([0.1] * 6) == pytest.approx([0.0] * 6)
+
+
+def test_learning_potential_rises_with_rising_returns():
+    # step of D = 0.6 after the first play: gap (0.35 - 0.15) * 0.6 = 0.12, scaled by 1/(2*0.2) -> 0.3 = D/2
+    assert _lp_series([0.2, 0.8]) == pytest.approx([0.0, 0.3])
+    rising = _lp_series([0.0, 0.25, 0.5, 0.75])
+    assert rising[0] == 0.0 and all(v > 0.05 for v in rising[1:])
+    # hand-computed third value: fast 0.0875 -> 0.231875, slow 0.0375 -> 0.106875
+    assert rising[2] == pytest.approx((0.231875 - 0.106875) / 0.4)
+    assert _lp_series([0.8, 0.2]) == pytest.approx([0.0, 0.3])  # falling returns move too (|.|)
+    with pytest.raises(ValueError):
+        R.learning_potential(0.5, 0.1, 0.1, 0.5)
 
 
 def test_role_advantages_normalised_separately():
-    rewards = [1.0, 0.0, 1.0, 0.0, 10.0, -10.0]
-    groups = ["e", "e", "e", "e", "s", "s"]
-    roles = ["agent"] * 4 + ["designer"] * 2
+    """Two groups per role with different spreads, so a per-group std (or a pooled std) differs
+    from the per-role std the formula asks for."""
+    rewards = [1.0, 0.0, 0.2, 0.2, 0.8, 0.8, 2.0, 0.0, 5.0, 5.0, 5.5]
+    groups = ["a", "a", "b", "b", "b", "b", "x", "x", "y", "y", "y"]
+    roles = ["agent"] * 6 + ["designer"] * 5
+    # centred by hand: a -> +-0.5; b -> -+0.3; x -> +-1; y -> -1/6, -1/6, +1/3
+    agent_c = [0.5, -0.5, -0.3, -0.3, 0.3, 0.3]
+    designer_c = [1.0, -1.0, -1 / 6, -1 / 6, 1 / 3]
+    agent_std = math.sqrt((0.25 * 2 + 0.09 * 4) / 6)
+    designer_std = math.sqrt((1 + 1 + 1 / 36 + 1 / 36 + 1 / 9) / 5)
     adv = R.role_advantages(rewards, groups, roles, eps=0.0)
-    # each role ends with unit std regardless of the other role's scale
-    assert np.std(adv[:4]) == pytest.approx(1.0)
-    assert np.std(adv[4:]) == pytest.approx(1.0)
-    assert adv[0] == pytest.approx(1.0) and adv[5] == pytest.approx(-1.0)
+    assert adv == pytest.approx([c / agent_std for c in agent_c] + [c / designer_std for c in designer_c])
+    only_agent = R.role_advantages(rewards, groups, roles, std_roles=["agent"], eps=0.0)
+    assert only_agent == pytest.approx([c / agent_std for c in agent_c] + designer_c)
+    assert R.role_advantages(rewards, groups, roles, std_roles=[]) == pytest.approx(agent_c + designer_c)
     # same group key in two roles is two groups
-    adv2 = R.role_advantages([1.0, 0.0], ["g", "g"], ["agent", "designer"], scale_by_role_std=False)
+    adv2 = R.role_advantages([1.0, 0.0], ["g", "g"], ["agent", "designer"], std_roles=[])
     assert adv2 == [0.0, 0.0]
 
 

@@ -33,6 +33,25 @@ def run_config(tiny_model_dir):
     })
 
 
+def _variant(run_config, **trainer):
+    """The module's run config with some trainer fields changed."""
+    return validate_config({**run_config.model_dump(mode="json"),
+                            "trainer": {**run_config.trainer.model_dump(mode="json"), **trainer}})
+
+
+def _expected_advantages(rows) -> list[float]:
+    """By hand: centre each reward on its (role, group) mean; divide the agent role's centred
+    values by their std (population std, eps 1e-4); designer values stay centred (the paper)."""
+    groups: dict[tuple, list[float]] = {}
+    for r in rows:
+        groups.setdefault((r["role"], r["group"]), []).append(r["reward"])
+    centred = [r["reward"] - sum(groups[(r["role"], r["group"])]) / len(groups[(r["role"], r["group"])])
+               for r in rows]
+    agent = [c for c, r in zip(centred, rows) if r["role"] == "agent"]
+    std = (sum((c - sum(agent) / len(agent)) ** 2 for c in agent) / len(agent)) ** 0.5 if agent else 0.0
+    return [c / (std + 1e-4) if r["role"] == "agent" else c for c, r in zip(centred, rows)]
+
+
 def _expected_guess_wins(seed: int, env_index: int) -> list[bool]:
     # unhinted, the scripted agent always answers 1: it wins iff the target is 1
     return [random.Random(s).randint(1, 9) == 1 for s in episode_seeds(seed, env_index, G)]
@@ -45,6 +64,7 @@ def test_four_steps(run_config):
     trainer.setup(None)
     trainer.turn_model = ScriptedTurnModel()
     trained_designs: dict[str, list[int]] = {}
+    expected_by_id: dict[str, float] = {}
     try:
         for step in range(4):
             seed = 100 + step
@@ -68,6 +88,7 @@ def test_four_steps(run_config):
             buffered = {s.id: s.reward for s in trainer.buffer.pending() if s.step == step}
             if DELAY > 0:
                 assert buffered == pytest.approx(expected)
+            expected_by_id.update(expected)
             # the update's rows: agent rows are this step's unhinted episodes that produced tokens
             rows = trainer.last_rows
             agent = [r for r in rows if r["role"] == "agent"]
@@ -81,13 +102,13 @@ def test_four_steps(run_config):
             for r in designer:
                 trained_designs.setdefault(r["id"], []).append(step)
                 assert all(0.0 <= w <= 1.5 + 1e-9 for w in r["is_weights"])
-            # expected per-role advantages, recomputed independently
-            exp_adv = R.role_advantages([r["reward"] for r in rows], [r["group"] for r in rows],
-                                        [r["role"] for r in rows])
-            assert [r["advantage"] for r in rows] == pytest.approx(exp_adv)
+            # per-role advantages, computed by hand (not with the function under test)
+            assert [r["advantage"] for r in rows] == pytest.approx(_expected_advantages(rows))
+            # designer advantage = its per-skill centred reward, no std division (the paper)
+            assert {r["id"]: r["advantage"] for r in designer} == \
+                pytest.approx({r["id"]: expected_by_id[r["id"]] for r in designer})
             if designer:
-                d_adv = np.array([r["advantage"] for r in designer])
-                assert np.std(d_adv) == pytest.approx(1.0, abs=1e-3)
+                assert np.std([r["advantage"] for r in designer]) != pytest.approx(1.0, abs=1e-2)
             assert metrics["train/steps"] == 1.0
             assert np.isfinite(metrics["train/loss"])
             assert metrics["spade/admission_rate"] == 0.75
@@ -117,32 +138,142 @@ def test_is_weights_bite_after_updates(run_config):
         trainer.close()
 
 
-def test_designer_signal_switch(run_config):
-    """regret+anchor by default; |EMA_fast - EMA_slow| when switched; penalties for rejections."""
+def test_designer_signal_regret_and_penalties(run_config):
+    """regret + anchor by default, centred per skill with the rejected designs' penalties."""
     from engineers.spade.buffer import DesignerSample
     from trainers.selfplay import SelfPlayTrainer
 
     def sample(i, admitted, skill):
         return DesignerSample(id=str(i), step=0, skill=skill, prompt_ids=[1], completion_ids=[2],
-                              behaviour_logprobs=[-1.0], env_id=f"e{i}" if admitted else None, admitted=admitted)
+                              behaviour_logprobs=[-1.0], env_id=f"e{i}" if admitted else None, admitted=admitted,
+                              parts={} if admitted else {"penalty": -0.5})
 
     designs = [sample(0, True, "a"), sample(1, False, "a"), sample(2, True, "b")]
     stats = {"e0": {"returns": [0.3] * 10, "returns_hint": [0.65] * 10, "win_rate": 0.275, "win_rate_hint": 0.7,
-                    "learning_potential": 0.2},
+                    "learning_potential": 0.0},
              "e2": {"returns": [1.0], "returns_hint": [1.0], "win_rate": 1.0, "win_rate_hint": 1.0,
-                    "learning_potential": 0.05}}
+                    "learning_potential": 0.0}}
     trainer = SelfPlayTrainer(run_config, testbed=None)
-    rewards, parts = trainer._designer_rewards(designs, stats, {"1": -0.5})
+    rewards, parts = trainer._designer_rewards(designs, stats)
     blend0 = 0.4 * 1.0 + 0.6 * 0.5
     assert parts["0"]["regret"] == pytest.approx(0.35) and parts["0"]["uncentred"] == pytest.approx(blend0)
     assert rewards["0"] == pytest.approx(blend0 - (blend0 - 0.5) / 2)
     assert rewards["1"] == pytest.approx(-0.5 - (blend0 - 0.5) / 2)
     assert rewards["2"] == 0.0  # alone in its skill
-    lp = validate_config({**run_config.model_dump(mode="json"),
-                          "trainer": {**run_config.trainer.model_dump(mode="json"), "designer_signal": "learning_potential"}})
-    rewards, parts = SelfPlayTrainer(lp, testbed=None)._designer_rewards(designs, stats, {"1": -0.5})
-    assert parts["0"]["uncentred"] == pytest.approx(0.2)
-    assert rewards["0"] == pytest.approx(0.2 - (0.2 - 0.5) / 2)
+
+
+class LearningTurnModel:
+    """The scripted agent, but unhinted it answers the right number when the target is at most
+    ``level`` (it recovers the target from the observation): raising ``level`` between steps makes
+    the agent's return on a guessing game rise, keeping it makes the return flat."""
+
+    def __new__(cls, level: int):
+        from cotrain_fakes import ScriptedTurnModel
+
+        class _Model(ScriptedTurnModel):
+            def _answer(self, prompt: str) -> str:
+                if "Hint:" in prompt or "Say yes" in prompt:
+                    return super()._answer(prompt)
+                target = int(prompt.split("(id ")[1].split(")")[0]) * 3 % 10
+                return f"\\boxed{{{target if target <= self.level else 1}}}"
+
+        model = _Model()
+        model.level = level
+        return model
+
+
+def _lp_by_hand(returns, fast=0.35, slow=0.15) -> float:
+    f = s = returns[0]
+    for r in returns[1:]:
+        f, s = f + fast * (r - f), s + slow * (r - s)
+    return abs(f - s) / (2 * (fast - slow))
+
+
+@pytest.mark.parametrize("levels", [(5, 5, 5), (0, 5, 9)], ids=["flat", "rising"])
+def test_learning_potential_from_successive_plays(run_config, levels):
+    """``designer_signal: learning_potential``: a design is scored at its training step (k = 2 steps
+    later) from its environment's returns over the k + 1 plays in between. Flat returns give 0
+    (the old first-play score gave 0.2 x the mean return); rising returns a positive value."""
+    from trainers.selfplay import SelfPlayTrainer
+
+    trainer = SelfPlayTrainer(_variant(run_config, designer_signal="learning_potential"), testbed=None)
+    trainer.setup(None)
+    try:
+        returns = []
+        for step, level in enumerate(levels):
+            trainer.turn_model = LearningTurnModel(level)
+            # same seed every step: same episode seeds, so only the agent's level changes the return
+            metrics = trainer.train_round(design_tasks(0) if step == 0 else [], round_index=step, seed=11)
+            returns.append(trainer.last_env_results["guess-0"]["mean_return"])
+            designer = {r["id"]: r["reward"] for r in trainer.last_rows if r["role"] == "designer"}
+            if step < DELAY:
+                assert designer == {} and metrics["spade/designer_rows"] == 0.0
+        assert len(returns) == DELAY + 1  # the environment was replayed until its design was scored
+        lp = _lp_by_hand(returns)
+        if levels[0] == levels[-1]:
+            assert returns[0] == returns[-1] and lp == 0.0
+        else:
+            assert returns[0] < returns[1] < returns[2] and lp > 0.1
+        # logic skill: guess-0 (LP) and easy-0 (mastered at step 0, one play, LP 0), centred
+        assert designer["0-0"] == pytest.approx(lp / 2) and designer["0-1"] == pytest.approx(-lp / 2)
+    finally:
+        trainer.close()
+
+
+def test_learning_potential_needs_a_delay(run_config):
+    from curriculum.config import ConfigError
+
+    with pytest.raises(ConfigError, match="designer_delay >= 1"):
+        _variant(run_config, designer_signal="learning_potential", designer_delay=0)
+    with pytest.raises(ConfigError, match="ema_fast"):
+        _variant(run_config, ema_fast=0.1, ema_slow=0.2)
+
+
+def _untrainable(tasks):
+    from testbeds.base import Task
+
+    return [Task(id=t.id, messages=t.messages, data={**t.data, "trainable": False}) if t.data["kind"] == "design"
+            else t for t in tasks]
+
+
+@pytest.mark.parametrize("how", ["frozen_designs", "train_designer_false"])
+def test_frozen_designer_is_never_trained(run_config, how, monkeypatch):
+    """A frozen designer's designs are played and scored, but never become designer rows (no
+    log-probs are even computed for them)."""
+    from trainers.selfplay import SelfPlayTrainer
+
+    # delay 0: a trainable design would become a designer row in this very step
+    config = _variant(run_config, designer_delay=0, **({"train_designer": False} if how == "train_designer_false"
+                                                      else {}))
+    trainer = SelfPlayTrainer(config, testbed=None)
+    trainer.setup(None)
+    trainer.turn_model = ScriptedTurnModel()
+    monkeypatch.setattr(trainer, "sequence_logprobs", lambda *a: pytest.fail("log-probs of a frozen design"))
+    try:
+        tasks = _untrainable(design_tasks(0)) if how == "frozen_designs" else design_tasks(0)
+        metrics = trainer.train_round(tasks, round_index=0, seed=5)
+        assert metrics["spade/designer_rows"] == 0.0 and metrics["spade/designer_frozen"] == 4.0
+        assert metrics["spade/designer/regret"] > 0.0  # still scored for the logs
+        assert all(r["role"] == "agent" for r in trainer.last_rows) and len(trainer.buffer) == 0
+    finally:
+        trainer.close()
+
+
+def test_kl_term_uses_a_reference_model(run_config):
+    """``beta > 0`` (the SPADE tool-use and 8B configs): TRL keeps a reference model and the loss
+    carries the KL term."""
+    from trainers.selfplay import SelfPlayTrainer
+
+    trainer = SelfPlayTrainer(_variant(run_config, beta=0.04), testbed=None)
+    trainer.setup(None)
+    trainer.turn_model = ScriptedTurnModel()
+    logged: list[dict] = []
+    try:
+        metrics = trainer.train_round(design_tasks(0), round_index=0, seed=1, log=logged.append)
+        assert trainer._trl.ref_model is not None and np.isfinite(metrics["train/loss"])
+        assert any("train/kl" in record or "kl" in record for record in logged)
+    finally:
+        trainer.close()
 
 
 def test_frozen_pool_retires_mastered_for_good(run_config):
