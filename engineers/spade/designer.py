@@ -317,7 +317,8 @@ class Designer:
             rejected=[{"hash": c.hash,
                        "reason": c.admission.reason.value if c.admission and c.admission.reason else "",
                        "detail": (c.admission.detail if c.admission else "")[:300]} for c in rejected],
-            vendi_per_n=per_n, vendi=vendi, vendi_per_n_run=run_per_n, run_pool=run_pool, embedding=embedder_name,
+            vendi_per_n=per_n, vendi=vendi, vendi_per_n_run=run_per_n, run_pool=run_pool,
+            embedding=embedder_name,
             near_duplicates={c.hash: c.near_duplicate_of for c in candidates if c.near_duplicate_of},
             corpus_docs=[c.corpus_doc_id for c in candidates], parents=[c.parent for c in candidates],
             seconds={"generation": generation_seconds, "admission": t1 - t0, "diversity": t2 - t1})
