@@ -15,6 +15,7 @@ from typing import Annotated, Optional  # noqa: E402
 
 import typer  # noqa: E402
 from rich.console import Console  # noqa: E402
+from rich.markup import escape  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 from curriculum.config import ConfigError, RunConfig, load_config, read_config_file  # noqa: E402
@@ -150,6 +151,25 @@ def show(
         show_run(run_dir, round_index=round_index, console=console)
     except (ConfigError, FileNotFoundError, KeyError) as err:
         _fail(str(err).strip("'\""))
+
+
+@app.command(epilog="Example: curriculum doctor runs/random-mapf_frozenlake-seed0-20261130-120000")
+def doctor(run_dir: Annotated[Path, typer.Argument(help="A run directory.")]) -> None:
+    """Check a run directory's health: config, every round against its checksums, leftovers,
+    metrics, and what --resume would do. Exits 1 when something is damaged."""
+    from curriculum.doctor import diagnose
+
+    try:
+        report = diagnose(run_dir)
+    except ConfigError as err:
+        _fail(str(err))
+    console.print(f"[bold]health of {escape(str(report.path))}[/]", highlight=False, soft_wrap=True)
+    for finding in report.findings:
+        mark = "[green]ok     [/]" if finding.ok else "[bold red]DAMAGED[/]"
+        console.print(f"{mark} {finding.subject:<22} {escape(finding.detail)}", highlight=False,
+                      soft_wrap=True)
+    console.print(f"resume: {escape(report.resume)}", highlight=False, soft_wrap=True)
+    raise typer.Exit(0 if report.healthy else 1)
 
 
 def _mount_subapps() -> None:

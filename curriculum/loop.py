@@ -70,10 +70,10 @@ def run(config: RunConfig, *, resume: Path | None = None, reporter: QuietReporte
     main = distributed.is_main()
     reporter = (reporter or QuietReporter()) if main else QuietReporter()
     # The main process creates or checks the run dir; a refusal must stop every rank.
-    opened, error = None, None
+    opened, error, notes = None, None, []
     if main:
         try:
-            opened = _open_run_dir(config, resume)  # keeps the run-dir lock for the whole run
+            opened, notes = _open_run_dir(config, resume)  # keeps the run-dir lock for the whole run
         except ConfigError as err:
             error = str(err)
     path, error = distributed.broadcast((opened.path if opened else None, error))
@@ -81,6 +81,8 @@ def run(config: RunConfig, *, resume: Path | None = None, reporter: QuietReporte
         raise ConfigError(error)
     run_dir = opened or RunDir(path)
     reporter.config(dump_config(config), str(run_dir.path))
+    for note in notes:
+        reporter.message(note)
 
     testbed = build_testbed(config)
     engineer = build_engineer(config, run_dir.path)
@@ -89,6 +91,8 @@ def run(config: RunConfig, *, resume: Path | None = None, reporter: QuietReporte
     try:
         proposal = _restore(config, run_dir, history, testbed, engineer, trainer)
         engineer.on_run_start(testbed, proposal)
+        if history and history[-1].design is None and len(history) < config.rounds:
+            proposal = _extend(config, run_dir, history, proposal, testbed, engineer, trainer, reporter)
         if main:
             run_dir.truncate_metrics(len(history) - 1)
             if not history:
@@ -111,16 +115,26 @@ def run(config: RunConfig, *, resume: Path | None = None, reporter: QuietReporte
     return RunResult(run_dir=run_dir.path, history=history)
 
 
-def _open_run_dir(config: RunConfig, resume: Path | None) -> RunDir:
+def _open_run_dir(config: RunConfig, resume: Path | None) -> tuple[RunDir, list[str]]:
+    """Create or reopen the run dir; on resume, verify it and fall back past damaged rounds.
+    Returns the run dir and what the user must be told."""
     if resume is None:
         run_dir = RunDir.create(config)
         run_dir.lock()
-        return run_dir
+        return run_dir, []
     run_dir = RunDir.open(resume)
     run_dir.lock()
-    run_dir.check_same_config(config)
-    run_dir.discard_partial()
-    return run_dir
+    try:
+        saved_rounds = run_dir.saved_config().rounds
+        notes = []
+        if run_dir.check_same_config(config):
+            notes.append(f"extending the run from {saved_rounds} to {config.rounds} rounds")
+        run_dir.discard_partial()
+        notes += run_dir.apply_resume_plan(run_dir.plan_resume())
+    except BaseException:
+        run_dir.unlock()
+        raise
+    return run_dir, notes
 
 
 def _restore(config: RunConfig, run_dir: RunDir, history: list[RoundReport], testbed: Testbed,
@@ -259,6 +273,15 @@ def _evaluate_and_design(config: RunConfig, index: int, proposal: Any, train_met
                          train_metrics=train_metrics, eval=evaluation)
     if index + 1 >= config.rounds:
         return report, proposal
+    return report, _design(config, report, proposal, history, run_dir, testbed, engineer,
+                           trainer, policy, reporter)
+
+
+def _design(config: RunConfig, report: RoundReport, proposal: Any, history: list[RoundReport],
+            run_dir: RunDir, testbed: Testbed, engineer: Engineer, trainer: Trainer, policy: Any,
+            reporter: QuietReporter) -> Any:
+    """Ask the engineer for the next proposal after ``report``'s round; sets ``report.design``."""
+    index = report.round
     reporter.stage("design", None)
     ctx = DesignContext(
         round=index, total_rounds=config.rounds, history=[*history, report], proposal=proposal,
@@ -272,7 +295,23 @@ def _evaluate_and_design(config: RunConfig, index: int, proposal: Any, train_met
         changes=changes, diagnostics=design.notes.get("diagnostics", {}),
     )
     run_dir.log({"round": index, "event": "design", "changes": len(changes)})
-    return report, next_proposal
+    return next_proposal
+
+
+def _extend(config: RunConfig, run_dir: RunDir, history: list[RoundReport], proposal: Any,
+            testbed: Testbed, engineer: Engineer, trainer: Trainer, reporter: QuietReporter) -> Any:
+    """A finished run's last round skipped its design (its proposal would never have been
+    used); extending the run asks for it now and re-commits that round with it."""
+    report = history[-1]
+    next_proposal = proposal
+    if distributed.is_main():
+        next_proposal = _design(config, report, proposal, history[:-1], run_dir, testbed, engineer,
+                                trainer, _with_progress(trainer.policy(), reporter), reporter)
+        state = {"engineer": engineer.state_dict(), "testbed": testbed.state_dict(),
+                 "rng": capture_rng(), "next_proposal": next_proposal.model_dump(mode="json")}
+        run_dir.amend_round(report, state=state)
+    next_json = distributed.broadcast(next_proposal.model_dump(mode="json"))
+    return testbed.proposal_model.model_validate(next_json)
 
 
 def _with_progress(policy: Any, reporter: QuietReporter) -> Any:

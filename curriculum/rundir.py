@@ -15,11 +15,27 @@ Layout::
         engineer_output.txt     what it wrote
         state.json              engineer + testbed state, RNG states, next proposal
         checkpoint/             model weights (+ optimizer state)
+        manifest.json           SHA-256 and size of every file above (``curriculum.manifest``)
 
 A round is written into ``rounds/.round_NNN.partial`` (``begin_round``, then the checkpoint)
-and renamed into place by ``finish_round``; a rename is atomic on POSIX, so a round directory either exists complete or not at all. A run killed
-mid-round loses only that round; a resume deletes leftover ``.partial`` directories and
-continues after the last committed round, leaving committed rounds byte-for-byte untouched.
+and renamed into place by ``finish_round`` after its manifest is written; a rename is atomic
+on POSIX, so a round directory either exists complete or not at all. A run killed mid-round
+loses only that round; a resume deletes leftover ``.partial`` directories and continues after
+the last committed round, leaving committed rounds byte-for-byte untouched.
+
+Damage after commit (a disk, an editor, a partial copy) is caught by the manifests
+(``plan_resume``): a resume checks every round's records and the last round in full. If the last
+round is damaged it says which file and why, moves that round aside to
+``rounds/.round_NNN.damaged`` (kept, never deleted) and resumes from the newest round before it
+that is intact — including its checkpoint, so when retention has pruned older rounds' weights
+it says that it cannot fall back further and refuses. Damaged records of an earlier round
+(which every engineer reads through the history) make the resume fall back to before them.
+``curriculum doctor RUN`` prints the same verdict without changing anything.
+
+Extending a finished run (``--resume RUN --rounds N`` with a larger N) asks the engineer for the
+design its last round skipped and re-commits that round with ``amend_round``: the new round
+directory is built beside the old one from hard links plus the new design and state files, and
+swapped in by two renames; a resume after a crash between them restores the old directory.
 """
 
 from __future__ import annotations
@@ -28,6 +44,7 @@ import json
 import os
 import random
 import shutil
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -36,7 +53,17 @@ import numpy as np
 import yaml
 
 from curriculum.config import ConfigError, RunConfig, config_diff, dump_config, validate_config
+from curriculum.manifest import RoundHealth, check_round_dir, write_manifest
 from curriculum.records import RoundReport
+from curriculum.userfiles import Record, jsonl_records
+
+RESUME_STATE = ("state.json", "checkpoint")
+"""Round entries needed only to resume from that round; every other file is a record that the
+history (what engineers read) needs."""
+
+
+class RunDirError(ConfigError):
+    """A run directory that cannot be used as asked; the message says which file and why."""
 
 
 def atomic_write(path: Path, text: str) -> None:
@@ -54,7 +81,16 @@ def write_json(path: Path, value: Any) -> None:
 
 
 def read_json(path: Path) -> Any:
-    return json.loads(path.read_text())
+    """A run-dir JSON file; ``RunDirError`` naming the file if it cannot be read or parsed."""
+    try:
+        return json.loads(path.read_bytes())
+    except FileNotFoundError:
+        raise RunDirError(f"{path} is missing") from None
+    except OSError as exc:
+        raise RunDirError(f"{path} cannot be read ({exc.strerror or exc})") from None
+    except (ValueError, RecursionError) as exc:
+        raise RunDirError(f"{path} is damaged (not valid JSON: {str(exc)[:80]}); "
+                          "`curriculum doctor RUN` reports the run's health") from None
 
 
 def capture_rng() -> dict[str, Any]:
@@ -122,20 +158,46 @@ class RunDir:
             raise ConfigError(f"{path} is not a run directory (no config.yaml)")
         return run
 
-    def saved_config(self) -> RunConfig:
-        data = yaml.safe_load((self.path / "config.yaml").read_text())
-        return validate_config(data, source=str(self.path / "config.yaml"))
+    def _saved_config_data(self) -> dict[str, Any]:
+        path = self.path / "config.yaml"
+        try:
+            data = yaml.safe_load(path.read_bytes())
+        except OSError as exc:
+            raise RunDirError(f"{path} cannot be read ({exc.strerror or exc})") from None
+        except (yaml.YAMLError, ValueError, RecursionError) as exc:
+            raise RunDirError(f"{path} is damaged (not valid YAML: {str(exc)[:120]}); "
+                              "the run's config cannot be recovered from it") from None
+        if not isinstance(data, dict):
+            raise RunDirError(f"{path} is damaged (not a mapping)")
+        return data
 
-    def check_same_config(self, config: RunConfig) -> None:
-        """Refuse to resume with a config that differs from the saved one."""
-        saved = yaml.safe_load((self.path / "config.yaml").read_text())
+    def saved_config(self) -> RunConfig:
+        try:
+            return validate_config(self._saved_config_data(), source=str(self.path / "config.yaml"))
+        except RunDirError:
+            raise
+        except ConfigError as err:
+            raise RunDirError(f"{self.path / 'config.yaml'} no longer validates:\n{err}") from None
+
+    def check_same_config(self, config: RunConfig) -> bool:
+        """Refuse to resume with a config that differs from the saved one, except a larger
+        ``rounds`` (extending the run): then save the new config and return ``True``."""
+        saved = self._saved_config_data()
         diff = config_diff(saved, config.model_dump(mode="json"))
+        before = saved.get("rounds")
+        if diff == [f"rounds: {before!r} -> {config.rounds!r}"]:
+            if isinstance(before, int) and config.rounds > before:
+                atomic_write(self.path / "config.yaml", dump_config(config))
+                return True
+            diff = [diff[0] + " (only a larger round count can extend a run)"]
         if diff:
             raise ConfigError(
                 f"cannot resume {self.path}: the config differs from the saved one:\n  "
                 + "\n  ".join(diff)
-                + "\nResume without --config/--set to use the saved config, or start a new run."
+                + "\nResume without --config/--set to use the saved config (a larger --rounds "
+                "extends the run), or start a new run."
             )
+        return False
 
     def lock(self) -> None:
         """Hold an exclusive lock on the run dir for this process's lifetime.
@@ -182,7 +244,14 @@ class RunDir:
                       if p.is_dir())
 
     def discard_partial(self) -> None:
-        """Remove rounds that were being written when a run died."""
+        """Remove rounds that were being written when a run died, and finish or undo an
+        ``amend_round`` that a crash interrupted between its two renames."""
+        for replaced in self.rounds_dir.glob(".round_[0-9][0-9][0-9].replaced"):
+            final = self.rounds_dir / replaced.name[1:-len(".replaced")]
+            if final.exists():
+                shutil.rmtree(replaced, ignore_errors=True)
+            else:
+                os.rename(replaced, final)
         for partial in self.rounds_dir.glob(".round_*.partial"):
             shutil.rmtree(partial, ignore_errors=True)
 
@@ -197,22 +266,76 @@ class RunDir:
         write_json(partial / "proposal.json", report.proposal)
         write_json(partial / "train_metrics.json", report.train_metrics)
         write_json(partial / "eval.json", report.eval.model_dump(mode="json"))
-        if report.design is not None:
-            write_json(partial / "design.json", report.design.model_dump(mode="json"))
-            if report.design.design.prompt is not None:
-                atomic_write(partial / "engineer_prompt.txt", report.design.design.prompt)
-            if report.design.design.output is not None:
-                atomic_write(partial / "engineer_output.txt", report.design.design.output)
+        _write_design(partial, report)
         write_json(partial / "state.json", state)
         return partial
 
     def finish_round(self, index: int) -> Path:
-        """Make the partial round visible with one atomic rename."""
+        """Write the partial round's manifest and make it visible with one atomic rename."""
         partial, final = self.partial_dir(index), self.round_dir(index)
-        _fsync_tree(partial)
+        write_manifest(partial, index)  # hashing reads (and fsyncs) every file once
+        _fsync_dir(partial)
         os.rename(partial, final)
         _fsync_dir(self.rounds_dir)
         return final
+
+    def amend_round(self, report: RoundReport, *, state: dict[str, Any]) -> Path:
+        """Re-commit a committed round with a new design and state (the other files, checkpoint
+        included, are hard-linked, not copied); see the module docstring for crash safety."""
+        index = report.round
+        final, partial = self.round_dir(index), self.partial_dir(index)
+        replaced = self.rounds_dir / f".round_{index:03d}.replaced"
+        shutil.rmtree(partial, ignore_errors=True)
+        shutil.copytree(final, partial, copy_function=_link_or_copy)
+        _write_design(partial, report)
+        write_json(partial / "state.json", state)
+        write_manifest(partial, index)
+        _fsync_dir(partial)
+        os.rename(final, replaced)
+        os.rename(partial, final)
+        _fsync_dir(self.rounds_dir)
+        shutil.rmtree(replaced)
+        return final
+
+    # -- integrity -----------------------------------------------------------------------------
+    def check_round(self, index: int, *, full: bool = True) -> RoundHealth:
+        """A committed round against its manifest (``full=False``: top-level files only)."""
+        return check_round_dir(self.round_dir(index), index, full=full)
+
+    def plan_resume(self, checked: dict[int, RoundHealth] | None = None) -> ResumePlan:
+        """Where a resume can continue from, checking nothing more than it must: every round's
+        records, then rounds in full from the newest down until one is intact (``checked``:
+        full checks already done, reused)."""
+        rounds = self.completed_rounds()
+        if not rounds:
+            return ResumePlan(None, [], {})
+        checked = checked or {}
+        records = {i: checked.get(i) or self.check_round(i, full=False) for i in rounds}
+        bad_records = [i for i in rounds if records[i].damaged_outside(RESUME_STATE)]
+        usable = [i for i in rounds if not bad_records or i < bad_records[0]]
+        health = {i: h for i, h in records.items() if i not in usable}
+        for index in reversed(usable):
+            health[index] = checked.get(index) or self.check_round(index)
+            if health[index].resumable:
+                return ResumePlan(index, [i for i in rounds if i > index], health)
+        return ResumePlan(None, rounds, health, refused=True)
+
+    def apply_resume_plan(self, plan: ResumePlan) -> list[str]:
+        """Move the rounds a plan drops aside (``.round_NNN.damaged``, kept) and say what happened;
+        ``RunDirError`` with the reasons when nothing intact remains."""
+        if plan.refused:
+            raise RunDirError(plan.explain(self.path))
+        if not plan.dropped:
+            return []
+        for index in plan.dropped:
+            target = self.rounds_dir / f".round_{index:03d}.damaged"
+            n = 1
+            while target.exists():
+                n += 1
+                target = self.rounds_dir / f".round_{index:03d}.damaged-{n}"
+            os.rename(self.round_dir(index), target)
+        _fsync_dir(self.rounds_dir)
+        return [plan.explain(self.path)]
 
     def load_round(self, index: int) -> RoundReport:
         directory = self.round_dir(index)
@@ -272,30 +395,72 @@ class RunDir:
             handle.write(json.dumps(record, default=float) + "\n")
 
     def truncate_metrics(self, last_round: int) -> None:
-        """Drop metrics of rounds after ``last_round`` (they belong to a round that was lost)."""
+        """Drop metrics of rounds after ``last_round`` (they belong to a round that was lost),
+        and lines that cannot be read (cut short by a kill, or damaged)."""
         if not self.metrics_path.is_file():
             return
-        kept = []
-        for line in self.metrics_path.read_text().splitlines():
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                continue  # a line cut short by a kill
-            if record.get("round", -1) <= last_round:
-                kept.append(line)
-        atomic_write(self.metrics_path, "".join(k + "\n" for k in kept))
+        kept = [r.value for r in self.metrics_records()
+                if isinstance(r.value, dict) and _round_of(r.value) <= last_round]
+        atomic_write(self.metrics_path, "".join(json.dumps(v) + "\n" for v in kept))
+
+    def metrics_records(self) -> list[Record]:
+        """Every non-blank line of ``metrics.jsonl`` as a ``Record`` (value or error)."""
+        if not self.metrics_path.is_file():
+            return []
+        return list(jsonl_records(self.metrics_path))
 
 
-def _fsync_tree(path: Path) -> None:
-    """Flush every file of a round (checkpoints are written by libraries that do not fsync)."""
-    for item in path.rglob("*"):
-        if item.is_file():
-            fd = os.open(item, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-    _fsync_dir(path)
+def _round_of(record: dict[str, Any]) -> float:
+    value = record.get("round", -1)
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else float("inf")
+
+
+@dataclass
+class ResumePlan:
+    """What ``RunDir.plan_resume`` decided."""
+
+    last: int | None
+    """The round to resume after (``None``: start from scratch, or refused)."""
+    dropped: list[int]
+    """Committed rounds after ``last`` that are damaged or depend on damaged ones."""
+    health: dict[int, RoundHealth]
+    """Every round that was checked."""
+    refused: bool = False
+    """Nothing intact remains to resume from."""
+
+    def explain(self, path: Path) -> str:
+        lines = []
+        for index in sorted(self.health):
+            h = self.health[index]
+            if h.damaged or (index in self.dropped and h.pruned):
+                lines.append(f"round {index}: {h.describe()}")
+        if self.refused:
+            pruned = [i for i, h in self.health.items() if h.pruned and not h.damaged]
+            why = ("the older rounds no longer hold their weights (pruned by checkpoint "
+                   "retention), so it cannot fall back further" if pruned
+                   else "no intact round remains")
+            return (f"cannot resume {path}: " + "; ".join(lines) + f"; {why}. Restore the "
+                    f"files, or start a new run (`curriculum doctor {path}` shows every round).")
+        dropped = ", ".join(str(i) for i in self.dropped)
+        return ("; ".join(lines) + f". Resuming after round {self.last}: round(s) {dropped} "
+                f"moved aside to {path / 'rounds'}/.round_NNN.damaged and will run again.")
+
+
+def _write_design(directory: Path, report: RoundReport) -> None:
+    if report.design is None:
+        return
+    write_json(directory / "design.json", report.design.model_dump(mode="json"))
+    if report.design.design.prompt is not None:
+        atomic_write(directory / "engineer_prompt.txt", report.design.design.prompt)
+    if report.design.design.output is not None:
+        atomic_write(directory / "engineer_output.txt", report.design.design.output)
+
+
+def _link_or_copy(src: str, dst: str) -> None:
+    try:
+        os.link(src, dst)
+    except OSError:  # a file system without hard links
+        shutil.copy2(src, dst)
 
 
 def _fsync_dir(path: Path) -> None:

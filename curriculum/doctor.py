@@ -1,0 +1,126 @@
+"""``curriculum doctor RUN``: a run directory's health, without changing anything.
+
+Checks, in order: ``config.yaml`` (parses and validates), every committed round in full
+against its manifest (``curriculum.manifest``: damaged, pruned or intact files), leftovers
+(``.partial`` rounds a kill interrupted, ``.damaged`` rounds a resume moved aside,
+``.replaced`` rounds of an interrupted extension), ``metrics.jsonl`` (unreadable lines),
+``baseline_eval.json``, whether another process holds the run's lock, and what
+``curriculum run --resume RUN`` would do (``RunDir.plan_resume``, the very function a resume
+uses). The run is healthy when nothing is damaged; pruned checkpoints are not damage.
+"""
+
+from __future__ import annotations
+
+import fcntl
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from curriculum.config import ConfigError
+from curriculum.rundir import RunDir, read_json
+
+
+@dataclass
+class Finding:
+    """One line of the report."""
+
+    subject: str
+    ok: bool
+    detail: str
+
+
+@dataclass
+class DoctorReport:
+    """Everything ``diagnose`` found."""
+
+    path: Path
+    findings: list[Finding] = field(default_factory=list)
+    resume: str = ""
+    """What a resume would do."""
+
+    @property
+    def healthy(self) -> bool:
+        return all(f.ok for f in self.findings)
+
+    def add(self, subject: str, ok: bool, detail: str) -> None:
+        self.findings.append(Finding(subject, ok, detail))
+
+
+def _config(run: RunDir, report: DoctorReport) -> int | None:
+    try:
+        config = run.saved_config()
+    except ConfigError as err:
+        report.add("config.yaml", False, str(err))
+        return None
+    report.add("config.yaml", True, f"{config.rounds} rounds, engineer {config.engineer.name}, "
+                                    f"testbed {config.testbed.name}, trainer {config.trainer.name}")
+    return config.rounds
+
+
+def _leftovers(run: RunDir, report: DoctorReport) -> None:
+    meaning = {"partial": "an interrupted round (removed on resume)",
+               "replaced": "an interrupted extension (restored on resume)",
+               "damaged": "moved aside by a resume (kept for inspection)"}
+    for item in sorted(run.rounds_dir.glob(".round_*")):
+        kind = next((k for k in meaning if f".{k}" in item.name), None)
+        if kind is not None:
+            report.add(f"rounds/{item.name}", True, meaning[kind])
+
+
+def _metrics(run: RunDir, report: DoctorReport) -> None:
+    records = run.metrics_records()
+    if not records:
+        return
+    bad = [r.line for r in records if r.error is not None]
+    detail = f"{len(records) - len(bad)} records"
+    if bad:
+        detail += f"; unreadable line(s) {', '.join(map(str, bad[:5]))}" + (" …" if len(bad) > 5 else "")
+        detail += " (dropped on resume; the rounds' own files are not affected)"
+    report.add("metrics.jsonl", True, detail)
+
+
+def _lock(run: RunDir, report: DoctorReport) -> None:
+    path = run.path / ".lock"
+    if not path.is_file():
+        return
+    with open(path, "a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            report.add("lock", True, f"in use by a running process (pid {handle.read().strip() or '?'})")
+
+
+def diagnose(path: str | Path) -> DoctorReport:
+    """The health report of a run directory (see the module docstring)."""
+    run = RunDir.open(path)
+    report = DoctorReport(run.path)
+    total = _config(run, report)
+    rounds = run.completed_rounds()
+    checked = {index: run.check_round(index) for index in rounds}
+    for index, health in checked.items():
+        report.add(f"round {index}", health.ok, f"{health.describe()} ({health.files} files checked)")
+    _leftovers(run, report)
+    _metrics(run, report)
+    baseline = run.path / "baseline_eval.json"
+    if baseline.exists():
+        try:
+            read_json(baseline)
+            report.add("baseline_eval.json", True, "parses")
+        except ConfigError as err:
+            report.add("baseline_eval.json", False, str(err))
+    _lock(run, report)
+    plan = run.plan_resume(checked)
+    if not report.findings[0].ok:
+        report.resume = "cannot resume: config.yaml is damaged (see above)"
+    elif plan.refused:
+        report.resume = plan.explain(run.path)
+    elif plan.dropped:
+        report.resume = "a resume would fall back: " + plan.explain(run.path)
+    elif total is not None and len(rounds) >= total:
+        report.resume = (f"finished ({len(rounds)} of {total} rounds); `--resume {run.path} "
+                         f"--rounds N` with N > {total} extends it")
+    else:
+        after = "from round 0" if plan.last is None else f"after round {plan.last}"
+        report.resume = f"a resume continues {after}" + (f" ({len(rounds)} of {total} rounds done)"
+                                                         if total is not None else "")
+    return report

@@ -1,0 +1,204 @@
+"""Per-round checksums: a committed round says what it contains, so later damage is detected.
+
+When a round is committed its directory gets ``manifest.json``::
+
+    {"version": 1, "round": 3,
+     "files": {"proposal.json": {"sha256": "…", "bytes": 812}, "checkpoint/model.safetensors": …},
+     "pruned": []}
+
+listing every file of the round (whatever the trainer, engineer and testbed wrote; nothing is
+assumed about names) with its SHA-256 and size. ``check_round_dir`` compares a directory with
+its manifest and returns a ``RoundHealth``:
+
+* a file whose size or hash differs, or that cannot be read, is **damaged**;
+* a missing top-level file (a record such as ``eval.json`` or ``state.json``) is damaged; files
+  missing inside a top-level directory (e.g. ``checkpoint/``, thinned or removed by checkpoint
+  retention), or entries the manifest lists under ``pruned`` (``prune_round_dir``), make that
+  entry **pruned** — the round's records are still good, but the run cannot resume from it;
+* files the manifest does not know about are ignored (they were not committed);
+* a round without a manifest (written before manifests existed) is **unverified**: its JSON
+  files are checked to parse, nothing more can be known.
+
+Hashing streams files in 1 MiB blocks (a checkpoint is read once at commit and once when a
+resume verifies it). ``full=False`` checks only the round's top-level files (its records and
+state, small), which is how a resume checks every earlier round cheaply.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+MANIFEST = "manifest.json"
+"""Name of the manifest file inside a round directory."""
+MANIFEST_VERSION = 1
+_BLOCK = 1 << 20
+
+
+def file_digest(path: Path, *, sync: bool = False) -> tuple[str, int]:
+    """(SHA-256 hex digest, size in bytes) of a file, read in blocks; ``sync`` also flushes
+    it to disk (the commit needs that, and reading it here costs no second pass)."""
+    h = hashlib.sha256()
+    size = 0
+    with open(path, "rb") as handle:
+        while block := handle.read(_BLOCK):
+            h.update(block)
+            size += len(block)
+        if sync:
+            os.fsync(handle.fileno())
+    return h.hexdigest(), size
+
+
+def build_manifest(directory: Path, round_index: int) -> dict[str, Any]:
+    """The manifest of every file under ``directory`` (except the manifest itself)."""
+    files: dict[str, dict[str, Any]] = {}
+    for item in sorted(directory.rglob("*")):
+        rel = item.relative_to(directory).as_posix()
+        if item.is_file() and rel not in (MANIFEST, f".{MANIFEST}.tmp"):
+            digest, size = file_digest(item, sync=True)
+            files[rel] = {"sha256": digest, "bytes": size}
+    return {"version": MANIFEST_VERSION, "round": round_index, "files": files, "pruned": []}
+
+
+def write_manifest(directory: Path, round_index: int) -> dict[str, Any]:
+    """Hash ``directory`` and write its ``manifest.json`` (fsynced)."""
+    manifest = build_manifest(directory, round_index)
+    tmp = directory / f".{MANIFEST}.tmp"  # a new inode: the old one may be a hard link
+    with open(tmp, "w") as handle:
+        json.dump(manifest, handle, indent=1)
+        handle.write("\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, directory / MANIFEST)
+    return manifest
+
+
+@dataclass
+class RoundHealth:
+    """What ``check_round_dir`` found in one round directory."""
+
+    index: int
+    """Round index."""
+    damaged: dict[str, str] = field(default_factory=dict)
+    """File (relative path) → what is wrong with it."""
+    pruned: list[str] = field(default_factory=list)
+    """Top-level entries removed on purpose (e.g. ``checkpoint`` by retention)."""
+    verified: bool = True
+    """The round had a readable manifest (``False``: only JSON parsing could be checked)."""
+    files: int = 0
+    """Files checked."""
+
+    @property
+    def ok(self) -> bool:
+        """Nothing damaged (pruned entries are fine for the round's records)."""
+        return not self.damaged
+
+    def damaged_outside(self, entries: tuple[str, ...]) -> dict[str, str]:
+        """Damage in files that are not under one of the top-level ``entries``."""
+        return {f: why for f, why in self.damaged.items() if f.split("/", 1)[0] not in entries}
+
+    @property
+    def resumable(self) -> bool:
+        """Everything the round committed is present and intact."""
+        return not self.damaged and not self.pruned
+
+    def describe(self) -> str:
+        if self.damaged:
+            return "; ".join(f"{f}: {why}" for f, why in sorted(self.damaged.items()))
+        parts = ["intact" if self.verified else "no manifest (JSON files parse)"]
+        if self.pruned:
+            parts.append("pruned: " + ", ".join(f"{p}/" for p in self.pruned)
+                         + " (cannot resume from this round)")
+        return ", ".join(parts)
+
+
+def _json_problem(path: Path) -> str | None:
+    try:
+        json.loads(path.read_bytes())
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc})"
+    except (ValueError, RecursionError) as exc:  # bad UTF-8 is a ValueError too
+        return f"is not valid JSON ({str(exc)[:80]})"
+    return None
+
+
+def _load_manifest(directory: Path) -> tuple[dict[str, Any] | None, str | None]:
+    path = directory / MANIFEST
+    if not path.exists():
+        return None, None
+    problem = _json_problem(path)
+    if problem is None:
+        manifest = json.loads(path.read_bytes())
+        files = manifest.get("files") if isinstance(manifest, dict) else None
+        if isinstance(files, dict) and all(
+                isinstance(v, dict) and isinstance(v.get("sha256"), str)
+                and isinstance(v.get("bytes"), int) for v in files.values()):
+            return manifest, None
+        problem = "is not a round manifest"
+    return None, problem
+
+
+def check_round_dir(directory: Path, index: int, *, full: bool = True) -> RoundHealth:
+    """Compare a round directory with its manifest (see the module docstring)."""
+    health = RoundHealth(index)
+    manifest, problem = _load_manifest(directory)
+    if problem is not None:
+        health.damaged[MANIFEST] = problem
+        return health
+    if manifest is None:
+        health.verified = False
+        for path in sorted(directory.glob("*.json")):
+            health.files += 1
+            why = _json_problem(path)
+            if why is not None:
+                health.damaged[path.name] = why
+        return health
+    pruned = {p for p in manifest.get("pruned", []) if isinstance(p, str)}
+    for rel, entry in manifest["files"].items():
+        top = rel.split("/", 1)[0]
+        if top in pruned or (not full and "/" in rel):
+            continue
+        path = directory / rel
+        if not path.is_file():
+            if "/" in rel:
+                pruned.add(top)  # weights thinned or removed (retention), not a record lost
+            else:
+                health.damaged[rel] = "is missing"
+            continue
+        health.files += 1
+        try:
+            digest, size = file_digest(path)
+        except OSError as exc:
+            health.damaged[rel] = f"cannot be read ({exc.strerror or exc})"
+            continue
+        if size != entry["bytes"] or digest != entry["sha256"]:
+            health.damaged[rel] = (f"does not match its checksum ({size} bytes, committed "
+                                   f"{entry['bytes']}): damaged after the round was committed")
+    health.pruned = sorted(pruned)
+    return health
+
+
+def prune_round_dir(directory: Path, entries: list[str]) -> None:
+    """Record top-level ``entries`` (e.g. ``["checkpoint"]``) as pruned, then delete them.
+
+    For checkpoint retention: the manifest is rewritten first, so a crash in between leaves a
+    round whose missing entries are already known to be pruned on purpose.
+    """
+    import shutil
+
+    manifest, problem = _load_manifest(directory)
+    if manifest is not None:
+        manifest["pruned"] = sorted(set(manifest.get("pruned", [])) | set(entries))
+        tmp = directory / f".{MANIFEST}.tmp"
+        tmp.write_text(json.dumps(manifest, indent=1) + "\n")
+        os.replace(tmp, directory / MANIFEST)
+    for entry in entries:
+        target = directory / entry
+        if target.is_dir():
+            shutil.rmtree(target)
+        elif target.exists():
+            target.unlink()
