@@ -46,11 +46,11 @@ class DoctorReport:
 
 
 def _config(run: RunDir, report: DoctorReport) -> int | None:
-    try:
-        config = run.saved_config()
-    except ConfigError as err:
-        report.add("config.yaml", False, str(err))
+    problem = run.check_config()
+    if problem is not None:
+        report.add("config.yaml", False, problem)
         return None
+    config = run.saved_config()
     report.add("config.yaml", True, f"{config.rounds} rounds, engineer {config.engineer.name}, "
                                     f"testbed {config.testbed.name}, trainer {config.trainer.name}")
     return config.rounds

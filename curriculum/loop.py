@@ -26,7 +26,7 @@ from curriculum.config import ConfigError, RunConfig, dump_config
 from curriculum.console import QuietReporter
 from curriculum.records import DesignRecord, RoundReport
 from curriculum.registry import ENGINEERS, TESTBEDS, TRAINERS
-from curriculum.rundir import RunDir, capture_rng, read_json, restore_rng, write_json
+from curriculum.rundir import RunDir, RunDirError, capture_rng, read_json, restore_rng, write_json
 from engineers.base import DesignContext, Engineer
 from testbeds.base import EvalReport, Testbed
 from trainers.base import Trainer
@@ -125,6 +125,9 @@ def _open_run_dir(config: RunConfig, resume: Path | None) -> tuple[RunDir, list[
     run_dir = RunDir.open(resume)
     run_dir.lock()
     try:
+        problem = run_dir.check_config()
+        if problem is not None:
+            raise RunDirError(f"cannot resume: {problem}")
         saved_rounds = run_dir.saved_config().rounds
         notes = []
         if run_dir.check_same_config(config):

@@ -53,20 +53,22 @@ def file_digest(path: Path, *, sync: bool = False) -> tuple[str, int]:
     return h.hexdigest(), size
 
 
-def build_manifest(directory: Path, round_index: int) -> dict[str, Any]:
-    """The manifest of every file under ``directory`` (except the manifest itself)."""
+def build_manifest(directory: Path, round_index: int, **extra: Any) -> dict[str, Any]:
+    """The manifest of every file under ``directory`` (except the manifest itself); ``extra``
+    keys are stored beside the file list."""
     files: dict[str, dict[str, Any]] = {}
     for item in sorted(directory.rglob("*")):
         rel = item.relative_to(directory).as_posix()
         if item.is_file() and rel not in (MANIFEST, f".{MANIFEST}.tmp"):
             digest, size = file_digest(item, sync=True)
             files[rel] = {"sha256": digest, "bytes": size}
-    return {"version": MANIFEST_VERSION, "round": round_index, "files": files, "pruned": []}
+    return {"version": MANIFEST_VERSION, "round": round_index, "files": files, "pruned": [],
+            **extra}
 
 
-def write_manifest(directory: Path, round_index: int) -> dict[str, Any]:
+def write_manifest(directory: Path, round_index: int, **extra: Any) -> dict[str, Any]:
     """Hash ``directory`` and write its ``manifest.json`` (fsynced)."""
-    manifest = build_manifest(directory, round_index)
+    manifest = build_manifest(directory, round_index, **extra)
     tmp = directory / f".{MANIFEST}.tmp"  # a new inode: the old one may be a hard link
     with open(tmp, "w") as handle:
         json.dump(manifest, handle, indent=1)
@@ -124,6 +126,11 @@ def _json_problem(path: Path) -> str | None:
     except (ValueError, RecursionError) as exc:  # bad UTF-8 is a ValueError too
         return f"is not valid JSON ({str(exc)[:80]})"
     return None
+
+
+def read_manifest(directory: Path) -> dict[str, Any] | None:
+    """A round's manifest, ``None`` if absent or unreadable."""
+    return _load_manifest(directory)[0]
 
 
 def _load_manifest(directory: Path) -> tuple[dict[str, Any] | None, str | None]:

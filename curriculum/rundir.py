@@ -40,6 +40,7 @@ swapped in by two renames; a resume after a crash between them restores the old 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import random
@@ -53,7 +54,7 @@ import numpy as np
 import yaml
 
 from curriculum.config import ConfigError, RunConfig, config_diff, dump_config, validate_config
-from curriculum.manifest import RoundHealth, check_round_dir, write_manifest
+from curriculum.manifest import RoundHealth, check_round_dir, read_manifest, write_manifest
 from curriculum.records import RoundReport
 from curriculum.userfiles import Record, jsonl_records
 
@@ -171,6 +172,29 @@ class RunDir:
             raise RunDirError(f"{path} is damaged (not a mapping)")
         return data
 
+    def config_fingerprint(self) -> str:
+        """SHA-256 of the saved config without ``rounds`` (which an extension may raise); every
+        round's manifest stores it, so a damaged but still valid ``config.yaml`` is noticed."""
+        data = {k: v for k, v in self._saved_config_data().items() if k != "rounds"}
+        return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
+
+    def check_config(self) -> str | None:
+        """Why ``config.yaml`` cannot be trusted, or ``None``: it must parse, validate and
+        match the fingerprint in the newest round manifest that has one."""
+        try:
+            self.saved_config()
+            fingerprint = self.config_fingerprint()
+        except ConfigError as err:
+            return str(err)
+        for index in reversed(self.completed_rounds()):
+            manifest = read_manifest(self.round_dir(index))
+            if manifest is not None and isinstance(manifest.get("config"), str):
+                if manifest["config"] != fingerprint:
+                    return (f"{self.path / 'config.yaml'} differs from the config round {index} "
+                            "was committed with (damaged or edited after commit)")
+                return None
+        return None
+
     def saved_config(self) -> RunConfig:
         try:
             return validate_config(self._saved_config_data(), source=str(self.path / "config.yaml"))
@@ -273,7 +297,7 @@ class RunDir:
     def finish_round(self, index: int) -> Path:
         """Write the partial round's manifest and make it visible with one atomic rename."""
         partial, final = self.partial_dir(index), self.round_dir(index)
-        write_manifest(partial, index)  # hashing reads (and fsyncs) every file once
+        write_manifest(partial, index, config=self.config_fingerprint())  # reads + fsyncs each file
         _fsync_dir(partial)
         os.rename(partial, final)
         _fsync_dir(self.rounds_dir)
@@ -289,7 +313,7 @@ class RunDir:
         shutil.copytree(final, partial, copy_function=_link_or_copy)
         _write_design(partial, report)
         write_json(partial / "state.json", state)
-        write_manifest(partial, index)
+        write_manifest(partial, index, config=self.config_fingerprint())
         _fsync_dir(partial)
         os.rename(final, replaced)
         os.rename(partial, final)
@@ -317,6 +341,8 @@ class RunDir:
         for index in reversed(usable):
             health[index] = checked.get(index) or self.check_round(index)
             if health[index].resumable:
+                kept = {i: h for i, h in records.items() if i < index and h.damaged}
+                health.update(kept)
                 return ResumePlan(index, [i for i in rounds if i > index], health)
         return ResumePlan(None, rounds, health, refused=True)
 
@@ -325,8 +351,11 @@ class RunDir:
         ``RunDirError`` with the reasons when nothing intact remains."""
         if plan.refused:
             raise RunDirError(plan.explain(self.path))
+        notes = [f"round {i}: {h.describe()} (needed only to resume from that round; kept as is)"
+                 for i, h in sorted(plan.health.items())
+                 if plan.last is not None and i < plan.last and h.damaged]
         if not plan.dropped:
-            return []
+            return notes
         for index in plan.dropped:
             target = self.rounds_dir / f".round_{index:03d}.damaged"
             n = 1
@@ -335,7 +364,7 @@ class RunDir:
                 target = self.rounds_dir / f".round_{index:03d}.damaged-{n}"
             os.rename(self.round_dir(index), target)
         _fsync_dir(self.rounds_dir)
-        return [plan.explain(self.path)]
+        return notes + [plan.explain(self.path)]
 
     def load_round(self, index: int) -> RoundReport:
         directory = self.round_dir(index)
@@ -432,6 +461,8 @@ class ResumePlan:
         lines = []
         for index in sorted(self.health):
             h = self.health[index]
+            if self.last is not None and index < self.last:
+                continue  # kept rounds (their damage, if any, is in the resume's own notes)
             if h.damaged or (index in self.dropped and h.pruned):
                 lines.append(f"round {index}: {h.describe()}")
         if self.refused:

@@ -180,3 +180,22 @@ def test_an_extension_interrupted_between_its_renames_is_undone(finished):
     final.rename(finished.rounds_dir / ".round_002.replaced")
     finished.discard_partial()
     assert final.is_dir() and check_round_dir(final, 2).resumable
+
+
+def test_a_config_yaml_changed_after_commit_is_noticed(finished):
+    config = finished.path / "config.yaml"
+    config.write_text(config.read_text().replace("seed: 0", "seed: 8"))  # still a valid config
+    res = _resume(finished.path)
+    _clean(res)
+    assert res.exit_code == 2 and "differs from the config round 2 was committed with" in _text(res)
+    res = runner.invoke(app, ["doctor", str(finished.path)])
+    assert res.exit_code == 1 and "differs from the config round 2" in _text(res)
+
+
+def test_damaged_state_of_an_older_round_is_reported_but_not_needed(finished):
+    (finished.round_dir(0) / "state.json").write_bytes(b"\x00")
+    res = _resume(finished.path, "--rounds", "4")
+    _clean(res)
+    assert res.exit_code == 0 and finished.completed_rounds() == [0, 1, 2, 3]
+    assert "round 0: state.json: does not match its checksum" in _text(res)
+    assert "needed only to resume from that round; kept as is" in _text(res)
