@@ -29,6 +29,17 @@ Algorithm (each part kept because it measurably helps at 3–5 agents, see bench
 * Target reasoning: when an agent passes through another agent's goal after that agent has
   arrived, the split is "the resting agent arrives later" vs "the passing agent never enters
   that cell from then on" — complete, and it removes the usual endless re-splitting.
+* Corridor reasoning (Li et al., "Pairwise symmetry reasoning for multi-agent path finding
+  search", AIJ 2021, §5): a conflict inside a chain of degree-2 cells between agents heading
+  for its opposite ends is split by two range constraints ("i stays off its end until j can
+  have crossed", and vice versa) instead of one time step at a time; the bounds are BFS
+  distances, tightened to the agent's earliest arrival under its constraints where needed
+  (see ``_CBS._corridor_split`` for the soundness argument). Measured on the 10x10, 5-agent
+  benchmark: total CBS nodes 2,062 → 1,290, CPU p99 15.4 → 9.5 ms, worst 1,179 → 177 ms.
+  The chains are found by walking degree-2 cells (0.01 ms per 10x10 map); networkx's
+  articulation points and biconnected components cost 0.27 ms per map — about the median
+  solve time — and add nothing the BFS around a chain does not give, so the solver does not
+  use networkx (and the project no longer depends on it).
 * Merge & restart (MA-CBS): a pair split on more than ``merge_threshold`` times, once CBS has
   expanded ``merge_after`` nodes, becomes a meta-agent planned by the constrained joint search
   below; CBS restarts from the root. This resolves corridor-like pair symmetries that make
@@ -51,7 +62,7 @@ import itertools
 import math
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from testbeds.mapf_frozenlake.instance import Cell, Instance, InvalidInstance
 
@@ -87,6 +98,7 @@ class _Grid:
     free: list[bool]
     nbrs: list[tuple[int, ...]]
     nfree: int
+    _corridors: tuple | None = None
 
     @classmethod
     def of(cls, inst: Instance) -> _Grid:
@@ -111,8 +123,8 @@ class _Grid:
             nbrs.append(tuple(out))
         return cls(h, w, free, nbrs, sum(free))
 
-    def bfs(self, src: int) -> list[int]:
-        """Distances from ``src`` (``INF`` where unreachable)."""
+    def bfs(self, src: int, blocked: frozenset = frozenset()) -> list[int]:
+        """Distances from ``src`` (``INF`` where unreachable), never entering ``blocked``."""
         dist = [_INF] * (self.h * self.w)
         dist[src] = 0
         q = deque([src])
@@ -120,10 +132,41 @@ class _Grid:
             u = q.popleft()
             du = dist[u] + 1
             for v in self.nbrs[u]:
-                if dist[v] == _INF:
+                if dist[v] == _INF and v not in blocked:
                     dist[v] = du
                     q.append(v)
         return dist
+
+    def corridors(self) -> tuple[list[int], list[tuple[frozenset, int, int]]]:
+        """Maximal chains of degree-2 cells: ``(chain_of, chains)`` with ``chain_of[v]`` the
+        chain index of cell ``v`` (-1: none) and ``chains[c] = (cells, end_a, end_b)``, the two
+        ends being the distinct non-chain cells the chain connects. Chains that close a cycle
+        or lead back to a single cell are left out (corridor reasoning needs two ends).
+        Computed on first use (most instances never need it)."""
+        if self._corridors is None:
+            chain_of = [-1] * (self.h * self.w)
+            chains: list[tuple[frozenset, int, int]] = []
+            seen = [False] * (self.h * self.w)
+            for v in range(self.h * self.w):
+                if seen[v] or not self.free[v] or len(self.nbrs[v]) != 2:
+                    continue
+                cells, ends = {v}, []
+                seen[v] = True
+                for first in self.nbrs[v]:
+                    prev, cur = v, first
+                    while len(self.nbrs[cur]) == 2 and cur not in cells:
+                        cells.add(cur)
+                        seen[cur] = True
+                        a, b = self.nbrs[cur]
+                        prev, cur = cur, (b if a == prev else a)
+                    ends.append(cur)
+                if ends[0] in cells or ends[1] in cells or ends[0] == ends[1]:
+                    continue
+                for c in cells:
+                    chain_of[c] = len(chains)
+                chains.append((frozenset(cells), ends[0], ends[1]))
+            self._corridors = (chain_of, chains)
+        return self._corridors
 
 
 _INF = 1 << 30
@@ -151,6 +194,12 @@ class _Cons:
     def add_edge(self, u: int, v: int, t: int) -> _Cons:
         return _Cons(self.vertex, self.edge | {(u, v, t)}, self.goal_block, max(self.max_t, t),
                      self.perm)
+
+    def add_range(self, v: int, hi: int, goal: int) -> _Cons:
+        """Never on ``v`` at times ``0 … hi`` (corridor reasoning)."""
+        return _Cons(self.vertex | {(v, t) for t in range(hi + 1)}, self.edge,
+                     max(self.goal_block, hi) if v == goal else self.goal_block,
+                     max(self.max_t, hi), self.perm)
 
     def add_perm(self, v: int, t: int) -> _Cons:
         return _Cons(self.vertex, self.edge, self.goal_block, max(self.max_t, t),
@@ -194,6 +243,7 @@ def _low_level(g: _Grid, hd: list[int], start: int, goal: int, cons: _Cons, cat,
     perm = cons.perm_map()
     vtab, etab, rest = cat
     tcap = cons.max_t
+    tc1 = tcap + 1
     nbrs = g.nbrs
     if (start, 0) in vcon:
         return None
@@ -210,7 +260,7 @@ def _low_level(g: _Grid, hd: list[int], start: int, goal: int, cons: _Cons, cat,
         key = (u, t)
         # after the last constrained time all times are alike: one visit per cell suffices,
         # which also makes an impossible request fail fast instead of filling the horizon
-        ckey = key if t <= tcap else (u, tcap + 1)
+        ckey = key if t <= tcap else (u, tc1)
         if ckey in done:
             continue
         done.add(ckey)
@@ -224,18 +274,19 @@ def _low_level(g: _Grid, hd: list[int], start: int, goal: int, cons: _Cons, cat,
         nt = t + 1
         if nt > horizon:
             continue
+        cnt = nt if nt <= tcap else tc1
         succ = nbrs[u] + (u,) if allow_wait else nbrs[u]
         for v in succ:
             fv = nt + hd[v]
-            if fv > horizon:
+            if fv > horizon or (v, cnt) in done:
                 continue
             nk = (v, nt)
-            if nk in vcon or (u, v, nt) in econ or (v, min(nt, tcap + 1)) in done:
+            if vcon and nk in vcon or econ and (u, v, nt) in econ:
                 continue
             if perm and nt >= perm.get(v, _INF):
                 continue
-            c = conf + vtab.get(nk, 0)
-            if (v, u, nt) in etab:
+            c = conf + vtab.get(nk, 0) if vtab else conf
+            if etab and (v, u, nt) in etab:
                 c += 1
             if v in rest:
                 for te in rest[v]:
@@ -286,6 +337,15 @@ def _mdd(g: _Grid, hd: list[int], start: int, goal: int, cost: int, cons: _Cons,
 
 def _at(p: tuple[int, ...], t: int) -> int:
     return p[t] if t < len(p) else p[-1]
+
+
+def _visits(p: tuple[int, ...], v: int, hi: int) -> bool:
+    """Whether path ``p`` (resting on its last cell) is on ``v`` at some time in ``0 … hi``."""
+    if hi < 0:
+        return False
+    if p[-1] == v and len(p) - 1 <= hi:
+        return True
+    return v in p[: hi + 1]
 
 
 def _first_conflict(p: tuple[int, ...], q: tuple[int, ...]):
@@ -359,7 +419,8 @@ class _CBS:
     def __init__(self, g: _Grid, starts: list[int], goals: list[int], hds: list[list[int]], *,
                  allow_wait: bool, cost_bound: int | None, deadline: float, node_budget: int,
                  use_mdd: bool = True, use_bypass: bool = True, merge_threshold: int = 16,
-                 merge_after: int = 500, max_group: int = 2, stall_check=None) -> None:
+                 merge_after: int = 500, max_group: int = 2, stall_check=None,
+                 use_corridors: bool = True) -> None:
         self.g, self.starts, self.goals, self.hds = g, starts, goals, hds
         self.allow_wait, self.cost_bound = allow_wait, cost_bound
         self.deadline, self.node_budget = deadline, node_budget
@@ -371,6 +432,9 @@ class _CBS:
         k = len(starts)
         self.group_of = list(range(k))
         self.pair_count: dict[tuple[int, int], int] = {}
+        self.use_corridors = use_corridors
+        self._from_start: dict[tuple[int, int], list[int]] = {}  # (agent, chain or -1) → BFS
+        self._to_cell: dict[int, list[int]] = {}  # cell → BFS distances to it
 
     def members(self, gid: int) -> list[int]:
         return [a for a, x in enumerate(self.group_of) if x == gid]
@@ -445,6 +509,81 @@ class _CBS:
                   and self._mdd_width1(node, j, t - 1))
         return int(ci) + int(cj)
 
+    def _split(self, node: _Node, conflict) -> tuple[_Cons, _Cons]:
+        """The constraints of the two children (for agents i and j): target reasoning,
+        corridor reasoning, or the standard vertex/edge split."""
+        i, j, kind, t, a, b = conflict
+        ci, cj = node.cons[i], node.cons[j]
+        if kind == "v":
+            # target reasoning: j rests on its goal a at time t while i passes. Either j's
+            # final arrival is after t (vertex constraint on j at its goal, as usual), or j
+            # is on a from t on, so i may never be on a at or after t.
+            if a == self.goals[j] and t >= len(node.paths[j]) - 1:
+                return ci.add_perm(a, t), cj.add_vertex(a, t, self.goals[j])
+            if a == self.goals[i] and t >= len(node.paths[i]) - 1:
+                return ci.add_vertex(a, t, self.goals[i]), cj.add_perm(a, t)
+        if self.use_corridors:
+            corridor = self._corridor_split(node, conflict)
+            if corridor is not None:
+                return corridor
+        if kind == "v":
+            return ci.add_vertex(a, t, self.goals[i]), cj.add_vertex(a, t, self.goals[j])
+        return ci.add_edge(a, b, t), cj.add_edge(b, a, t)
+
+    def _dist(self, agent: int, chain: int = -1) -> list[int]:
+        """BFS distances from ``agent``'s start (avoiding chain ``chain`` unless -1)."""
+        key = (agent, chain)
+        if key not in self._from_start:
+            blocked = self.g.corridors()[1][chain][0] if chain >= 0 else frozenset()
+            self._from_start[key] = self.g.bfs(self.starts[agent], blocked)
+        return self._from_start[key]
+
+    def _corridor_split(self, node: _Node, conflict) -> tuple[_Cons, _Cons] | None:
+        """Corridor reasoning (Li et al., ICAPS 2020 / AIJ 2021, with lower bounds in place of
+        their earliest-arrival searches): agents i and j conflict inside a chain C of m
+        degree-2 cells with ends e_i, e_j, i heading for e_i and j for e_j. In every plan one
+        crosses C entirely before the other enters it, so either i is not on e_i at any time
+        in [0, min(d'_i(e_i) - 1, d_j(e_j) + m)] or j is not on e_j in
+        [0, min(d'_j(e_j) - 1, d_i(e_i) + m)], where d is the BFS distance from the agent's
+        start (a lower bound on any arrival) and d' the distance avoiding C (a lower bound on
+        arriving around C). Sound for any bounds below the true arrival times; used only when
+        both starts lie outside C and both current paths break their child's constraint (so
+        each child makes progress), else ``None``."""
+        i, j, kind, t, a, b = conflict
+        chain_of, chains = self.g.corridors()
+        cid = chain_of[a] if chain_of[a] >= 0 else (chain_of[b] if kind == "e" else -1)
+        if cid < 0:
+            return None
+        cells, end_a, end_b = chains[cid]
+        if self.starts[i] in cells or self.starts[j] in cells:
+            return None
+        m = len(cells)
+        pi, pj = node.paths[i], node.paths[j]
+        for ei, ej in ((end_a, end_b), (end_b, end_a)):
+            around_i, around_j = self._dist(i, cid)[ei] - 1, self._dist(j, cid)[ej] - 1
+            if not (_visits(pi, ei, around_i) and _visits(pj, ej, around_j)):
+                continue  # a way around the chain is short: the split would not bite
+            ri = min(around_i, self._dist(j)[ej] + m)
+            rj = min(around_j, self._dist(i)[ei] + m)
+            if not _visits(pi, ei, ri):  # tighten: j's earliest arrival under its constraints
+                ri = min(around_i, self._arrival(j, ej, node.cons[j]) + m)
+            if not _visits(pj, ej, rj):
+                rj = min(around_j, self._arrival(i, ei, node.cons[i]) + m)
+            if _visits(pi, ei, ri) and _visits(pj, ej, rj):
+                return (node.cons[i].add_range(ei, ri, self.goals[i]),
+                        node.cons[j].add_range(ej, rj, self.goals[j]))
+        return None
+
+    def _arrival(self, agent: int, cell: int, cons: _Cons) -> int:
+        """Earliest time ``agent`` can be on ``cell`` under ``cons`` (a lower bound on its
+        arrival anywhere in this CBS subtree, whose constraints only grow)."""
+        hd = self._to_cell.get(cell)
+        if hd is None:
+            hd = self._to_cell[cell] = self.g.bfs(cell)
+        path = _low_level(self.g, hd, self.starts[agent], cell, replace(cons, goal_block=-1),
+                          ({}, set(), {}), allow_wait=self.allow_wait, max_cost=None)
+        return _INF if path is None else len(path) - 1
+
     def _choose(self, node: _Node):
         if node.chosen is not None and node.chosen in node.conflicts:
             return node.chosen
@@ -509,26 +648,9 @@ class _CBS:
                         and self.expanded >= self.merge_after
                         and self.group_of.count(gi) + self.group_of.count(gj) <= self.max_group):
                     raise _Restart(*key)
-                # target reasoning: j rests on its goal a at time t while i passes. Either j's
-                # final arrival is after t (vertex constraint on j at its goal, as usual), or j
-                # is on a from t on, so i may never be on a at or after t.
-                target_of = None
-                if kind == "v":
-                    if a == self.goals[j] and t >= len(node.paths[j]) - 1:
-                        target_of = j
-                    elif a == self.goals[i] and t >= len(node.paths[i]) - 1:
-                        target_of = i
                 children = []
                 bypassed = False
-                for ag in (i, j):
-                    if target_of is not None and ag != target_of:
-                        nc = node.cons[ag].add_perm(a, t)
-                    elif kind == "v":
-                        nc = node.cons[ag].add_vertex(a, t, self.goals[ag])
-                    elif ag == i:
-                        nc = node.cons[ag].add_edge(a, b, t)
-                    else:
-                        nc = node.cons[ag].add_edge(b, a, t)
+                for ag, nc in zip((i, j), self._split(node, conflict)):
                     ncons = list(node.cons)
                     ncons[ag] = nc
                     gid = self.group_of[ag]
@@ -805,7 +927,7 @@ def solve(instance: Instance, *, time_budget_s: float = 5.0, node_budget: int = 
           wait_free: bool = False, cost_bound: int | None = None,
           joint_first: int = 12, joint_limit: int = 10_000_000,
           joint_after: int = 64, merge_threshold: int = 16, merge_after: int = 500,
-          max_group: int = 2) -> SolveResult:
+          max_group: int = 2, corridor_reasoning: bool = True) -> SolveResult:
     """Optimal sum-of-costs plan for ``instance`` (see the module docstring).
 
     ``node_budget`` bounds CBS high-level expansions (the joint search gets 20× as many state
@@ -872,7 +994,8 @@ def solve(instance: Instance, *, time_budget_s: float = 5.0, node_budget: int = 
 
     cbs = _CBS(g, starts, goals, hds, allow_wait=not wait_free, cost_bound=cost_bound,
                deadline=deadline, node_budget=node_budget, stall_check=stall,
-               merge_threshold=merge_threshold, merge_after=merge_after, max_group=max_group)
+               merge_threshold=merge_threshold, merge_after=merge_after, max_group=max_group,
+               use_corridors=corridor_reasoning)
     try:
         res = cbs.run()
     except _Budget:

@@ -155,3 +155,51 @@ def test_rotation_in_a_full_block():
     assert r.status == "solved" and r.cost == 4
     r = solve(inst, joint_first=0, joint_after=0)
     assert r.status == "solved" and r.cost == 4
+
+
+CHOKEPOINT = ('{"h":10,"w":10,"holes":[[1,1],[1,2],[2,5],[2,8],[3,2],[3,3],[3,4],[3,6],[3,8],[3,9],'
+              '[4,0],[4,1],[5,3],[5,8],[6,5],[7,7],[8,8],[9,0],[9,5]],"starts":[[1,6],[6,2],[0,3],'
+              '[5,2],[1,8]],"goals":[[9,3],[1,4],[9,7],[0,0],[2,7]]}')
+
+
+def test_corridor_reasoning_keeps_the_optimum_and_cuts_the_search():
+    # two agents cross a one-cell gap (3,7) downwards and two upwards
+    inst = Instance.from_json(CHOKEPOINT)
+    plain, corridor = solve(inst, corridor_reasoning=False), solve(inst)
+    assert plain.status == corridor.status == "solved" and plain.cost == corridor.cost
+    _check_plan(inst, corridor)
+    assert corridor.nodes * 4 < plain.nodes
+
+
+@st.composite
+def corridor_instances(draw):
+    """Dense 5x5–7x7 maps (many degree-2 chains) with 2–4 agents."""
+    n = draw(st.integers(5, 7))
+    k = draw(st.integers(2, 4))
+    seed = draw(st.integers(0, 2**32 - 1))
+    return random_instance(np.random.default_rng(seed), n, k, int(n * n * draw(st.floats(0.2, 0.4))))
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(corridor_instances())
+def test_corridor_reasoning_agrees_with_plain_cbs(inst):
+    if inst is None:
+        return
+    cbs_only = dict(joint_first=0, joint_after=10**9, node_budget=3000, time_budget_s=20)
+    plain = solve(inst, corridor_reasoning=False, **cbs_only)
+    corridor = solve(inst, **cbs_only)
+    if "budget" in (plain.status, corridor.status):
+        return
+    assert plain.status == corridor.status and plain.cost == corridor.cost
+    if corridor.status == "solved":
+        _check_plan(inst, corridor)
+
+
+def test_goals_in_one_dead_end_corridor_are_decided():
+    holes = frozenset({(2, 4), (3, 3), (3, 4), (4, 1), (4, 2), (4, 3), (4, 4), (5, 4)})
+    goals = [(5, 5), (4, 5), (3, 5), (2, 5)]  # the corridor (2,5)…(5,5) ends in a dead end
+    inst = Instance(6, 6, holes, [(0, 0), (0, 1), (0, 2), (0, 3)], goals)
+    res = solve(inst)
+    assert res.status == "solved"
+    _check_plan(inst, res)
+    assert res.cost == solve(inst, corridor_reasoning=False, joint_first=0).cost
