@@ -4,7 +4,7 @@ When a round is committed its directory gets ``manifest.json``::
 
     {"version": 1, "round": 3,
      "files": {"proposal.json": {"sha256": "…", "bytes": 812}, "checkpoint/model.safetensors": …},
-     "pruned": []}
+     "config": "<fingerprint of config.yaml without rounds>"}
 
 listing every file of the round (whatever the trainer, engineer and testbed wrote; nothing is
 assumed about names) with its SHA-256 and size. ``check_round_dir`` compares a directory with
@@ -12,9 +12,9 @@ its manifest and returns a ``RoundHealth``:
 
 * a file whose size or hash differs, or that cannot be read, is **damaged**;
 * a missing top-level file (a record such as ``eval.json`` or ``state.json``) is damaged; files
-  missing inside a top-level directory (e.g. ``checkpoint/``, thinned or removed by checkpoint
-  retention), or entries the manifest lists under ``pruned`` (``prune_round_dir``), make that
-  entry **pruned** — the round's records are still good, but the run cannot resume from it;
+  missing inside a top-level directory (e.g. ``checkpoint/``, removed by checkpoint retention,
+  ``RunDir.prune_checkpoints``) make that entry **pruned** — the round's records are still
+  good, but the run cannot resume from it;
 * files the manifest does not know about are ignored (they were not committed);
 * a round without a manifest (written before manifests existed) is **unverified**: its JSON
   files are checked to parse, nothing more can be known.
@@ -62,8 +62,7 @@ def build_manifest(directory: Path, round_index: int, **extra: Any) -> dict[str,
         if item.is_file() and rel not in (MANIFEST, f".{MANIFEST}.tmp"):
             digest, size = file_digest(item, sync=True)
             files[rel] = {"sha256": digest, "bytes": size}
-    return {"version": MANIFEST_VERSION, "round": round_index, "files": files, "pruned": [],
-            **extra}
+    return {"version": MANIFEST_VERSION, "round": round_index, "files": files, **extra}
 
 
 def write_manifest(directory: Path, round_index: int, **extra: Any) -> dict[str, Any]:
@@ -164,7 +163,7 @@ def check_round_dir(directory: Path, index: int, *, full: bool = True) -> RoundH
             if why is not None:
                 health.damaged[path.name] = why
         return health
-    pruned = {p for p in manifest.get("pruned", []) if isinstance(p, str)}
+    pruned: set[str] = set()
     for rel, entry in manifest["files"].items():
         top = rel.split("/", 1)[0]
         if top in pruned or (not full and "/" in rel):
@@ -187,25 +186,3 @@ def check_round_dir(directory: Path, index: int, *, full: bool = True) -> RoundH
                                    f"{entry['bytes']}): damaged after the round was committed")
     health.pruned = sorted(pruned)
     return health
-
-
-def prune_round_dir(directory: Path, entries: list[str]) -> None:
-    """Record top-level ``entries`` (e.g. ``["checkpoint"]``) as pruned, then delete them.
-
-    For checkpoint retention: the manifest is rewritten first, so a crash in between leaves a
-    round whose missing entries are already known to be pruned on purpose.
-    """
-    import shutil
-
-    manifest, problem = _load_manifest(directory)
-    if manifest is not None:
-        manifest["pruned"] = sorted(set(manifest.get("pruned", [])) | set(entries))
-        tmp = directory / f".{MANIFEST}.tmp"
-        tmp.write_text(json.dumps(manifest, indent=1) + "\n")
-        os.replace(tmp, directory / MANIFEST)
-    for entry in entries:
-        target = directory / entry
-        if target.is_dir():
-            shutil.rmtree(target)
-        elif target.exists():
-            target.unlink()

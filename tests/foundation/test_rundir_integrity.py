@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from curriculum.cli import app
 from curriculum.config import load_config
 from curriculum.loop import run
-from curriculum.manifest import check_round_dir, prune_round_dir
+from curriculum.manifest import check_round_dir
 from curriculum.rundir import RunDir
 
 runner = CliRunner()
@@ -86,17 +86,23 @@ def test_damaged_records_of_an_earlier_round_fall_back_before_them(finished):
     assert finished.completed_rounds() == [0, 1, 2]
 
 
-def test_pruned_weights_mean_it_cannot_fall_back_further(finished):
-    for index in (0, 1):  # checkpoint retention kept only the last round's weights
-        prune_round_dir(finished.round_dir(index), ["checkpoint"])
-    shutil.rmtree(finished.round_dir(2) / "checkpoint")  # and that one got lost: damaged
-    res = _resume(finished.path)
-    _clean(res)
-    assert res.exit_code == 2
-    assert "cannot fall back further" in _text(res) and "round 2" in _text(res)
-    assert finished.completed_rounds() == [0, 1, 2]  # nothing moved or deleted
+@pytest.mark.parametrize("keep", [1, 2])
+def test_with_checkpoint_retention_it_falls_back_as_far_as_weights_remain(tmp_path, monkeypatch, keep):
+    monkeypatch.setenv("CURRICULUM_CACHE", str(tmp_path / "cache"))
+    finished = RunDir.open(run(_config(tmp_path / "runs", keep_checkpoints=keep)).run_dir)
     health = finished.check_round(0)
     assert health.pruned == ["checkpoint"] and health.ok and not health.resumable
+    damaged = finished.round_dir(2) / "state.json"
+    damaged.write_bytes(damaged.read_bytes()[:-7])  # a partial copy
+    res = _resume(finished.path)
+    _clean(res)
+    if keep == 1:  # round 1's weights were pruned: nothing to fall back to
+        assert res.exit_code == 2
+        assert "cannot fall back further" in _text(res) and "round 2: state.json" in _text(res)
+        assert finished.completed_rounds() == [0, 1, 2]  # nothing moved or deleted
+    else:
+        assert res.exit_code == 0 and "Resuming after round 1" in _text(res)
+        assert finished.check_round(2).resumable
 
 
 def test_nothing_intact_remains(tmp_path, monkeypatch):
@@ -127,7 +133,7 @@ def test_doctor_reports_health_and_the_resume_verdict(finished):
     res = runner.invoke(app, ["doctor", str(finished.path)], terminal_width=400)
     assert res.exit_code == 0, res.output
     assert _text(res).count("intact") == 3 and "finished (3 of 3 rounds)" in _text(res)
-    prune_round_dir(finished.round_dir(0), ["checkpoint"])
+    shutil.rmtree(finished.round_dir(0) / "checkpoint")  # as retention does
     (finished.round_dir(2) / "checkpoint" / "simulated_state.json").write_text("{}")
     (finished.rounds_dir / ".round_003.partial").mkdir()
     res = runner.invoke(app, ["doctor", str(finished.path)], terminal_width=400)
