@@ -93,7 +93,7 @@ validate_record = st.fixed_dictionaries(
 def test_mapf_validate_answers_every_line(tmp_path_factory, raw):
     path = tmp_path_factory.mktemp("validate") / "in.jsonl"
     path.write_bytes(raw)
-    _check_jsonl_answers(raw, runner.invoke(app, ["mapf", "validate", str(path)]))
+    _check_jsonl_answers(raw, runner.invoke(app, ["mapf", "validate", str(path), "--tokenizer", "words"]))
 
 
 @FAST
