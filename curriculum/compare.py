@@ -28,6 +28,7 @@ import shutil
 import time
 import traceback
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -281,9 +282,18 @@ def execute(configs: dict[tuple[str, int], RunConfig], jobs: int = 1,
                 key, status = futures[future]
                 try:
                     finish(key, status, future.result(), None)
+                except BrokenProcessPool:
+                    # One worker was killed (by the OS, e.g. out of memory): the pool cannot run
+                    # anything else. Committed rounds are safe; the same command resumes.
+                    finish(key, status, None, WORKER_DIED)
                 except Exception:  # noqa: BLE001
                     finish(key, status, None, traceback.format_exc())
     return [outcomes[key] for key in configs]
+
+
+WORKER_DIED = ("a compare worker process died (killed by the operating system, often for lack of "
+               "memory; see `dmesg`), so this run was cut or never started. Its committed rounds "
+               "are kept: rerun the same command to resume, with fewer --jobs if memory is short.")
 
 
 def _notify(progress: Any, outcome: RunOutcome) -> None:
