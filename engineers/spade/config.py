@@ -11,7 +11,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from curriculum.config import PluginConfig
 from testbeds.sandbox import SandboxConfig
@@ -77,6 +77,8 @@ class RejectReason(str, Enum):
     """Two seeds give the same first observation and the same ``solution()``."""
     hint_leak = "hint_leak"
     """The hint contains the solution's answer (or a boxed answer)."""
+    bad_part = "bad_part"
+    """A structured design's part does not define its function with the required parameters."""
     near_duplicate = "near_duplicate"
     """Too similar to an environment already in memory or in this round (only when
     ``diversity.reject_near_duplicates`` is on)."""
@@ -91,7 +93,8 @@ DEFAULT_PENALTIES = {
     RejectReason.solution_failed: -0.6, RejectReason.timeout: -1.0, RejectReason.crash: -1.0,
     RejectReason.solution_does_not_win: -0.5, RejectReason.trivial_win: -0.5,
     RejectReason.never_ends: -0.5, RejectReason.constant_task: -0.5,
-    RejectReason.hint_leak: -0.5, RejectReason.near_duplicate: -0.2,
+    RejectReason.hint_leak: -0.5, RejectReason.bad_part: -0.8,
+    RejectReason.near_duplicate: -0.2,
 }
 """Designer reward for a rejected design, per reason (admitted designs get the regret reward)."""
 
@@ -197,6 +200,13 @@ class SpadeEngineerConfig(PluginConfig):
     skills: list[str] | None = None
     """Skills cycled through by design calls (``None``: the setting's six-skill curriculum,
     ``SIX_GAME_SKILLS`` or ``TOOL_SKILLS``; the two-skill ablation is ``TWO_GAME_SKILLS``)."""
+    design_mode: Literal["program", "structured"] = "program"
+    """``program``: the paper's mode, the designer writes the whole environment program;
+    ``structured`` (games only): it writes only the task's parts (``make_task``, ``check``,
+    ``solve``) and the hint, rendered into the project's ``GameEnv`` skeleton
+    (``testbeds/synthetic/skeleton.py``); the rendered program is admitted like any other."""
+    structured_max_turns: int = Field(4, ge=1, le=30)
+    """``max_turns`` of the skeleton's class in structured mode."""
     designs_per_round: int = Field(4, ge=1)
     """Design calls per round."""
     designer: Literal["policy", "base"] = "policy"
@@ -217,6 +227,13 @@ class SpadeEngineerConfig(PluginConfig):
     """Embedding, Vendi score and near-duplicate settings."""
     sandbox: SandboxConfig = Field(default_factory=lambda: SandboxConfig(workers=2))
     """How model-written programs are run (the ``ToolEnv`` prelude is added automatically)."""
+
+    @model_validator(mode="after")
+    def _structured_games_only(self) -> SpadeEngineerConfig:
+        if self.design_mode == "structured" and self.setting != "games":
+            raise ValueError("design_mode: structured is defined for the games setting only "
+                             "(tool environments already build on the ToolEnv base class)")
+        return self
 
     def skill_list(self) -> list[str]:
         """The configured skills, or the setting's six-skill curriculum."""

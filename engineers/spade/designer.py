@@ -41,7 +41,7 @@ from engineers.spade.corpus import Corpus
 from engineers.spade.diversity import (Embedder, environment_text, get_embedder, near_duplicates,
                                        vendi_per_n, vendi_score)
 from engineers.spade.memory import Memory, MemoryEntry
-from engineers.spade.parse import DesignParseError, parse_design
+from engineers.spade.parse import DesignParseError, parse_design, parse_structured
 from engineers.spade.prompts import PromptEnv, design_messages
 from testbeds.base import Policy, Task
 from testbeds.sandbox import SandboxPool
@@ -236,7 +236,7 @@ class Designer:
                 self.config.setting, skill, doc.text if doc else None,
                 seed=_prompt_env(parent, f"regret {parent.regret:.2f}") if parent else None,
                 negatives=negatives,
-                max_seed_chars=mcfg.max_seed_chars if mcfg else 3000)
+                max_seed_chars=mcfg.max_seed_chars if mcfg else 3000, mode=self.config.design_mode)
             out.append({"call": self.calls, "skill": skill, "doc_id": doc.id if doc else None,
                         "parent": parent.hash if parent else None, "messages": messages})
             self.calls += 1
@@ -258,7 +258,8 @@ class Designer:
                                num_tokens=num_tokens, corpus_doc_id=request["doc_id"],
                                parent=request["parent"])
         try:
-            parsed = parse_design(output)
+            parsed = (parse_structured(output, self.config.structured_max_turns)
+                      if self.config.design_mode == "structured" else parse_design(output))
         except DesignParseError as exc:
             cand.parse_reason, cand.parse_detail = exc.reason, str(exc)
             cand.program = _program_or_none(output)

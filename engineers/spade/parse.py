@@ -12,6 +12,13 @@ says what was missing. Accepted forms, most specific first:
   ``Hint:``/``**Hint**:`` line (with the lines following it up to a blank line); else a
   ``hint``/``HINT`` string constant or class attribute in the program.
 
+``parse_structured(text, max_turns)`` reads a structured design (``design_mode: structured``):
+one ``<reset>``, ``<check>`` and ``<solution>`` tag each (closing tag optional before the next
+tag; a code fence inside a tag is unwrapped) and the hint, renders the parts into the
+``GameEnv`` skeleton and returns the program. A missing part is a ``parse_error``, a part that
+does not compile a ``syntax_error``, one that does not define its function a ``bad_part``; the
+detail names the part.
+
 Thinking blocks (``<think>...</think>``) are dropped first. Import lines of
 ``testbeds.synthetic`` are removed from the program (``ToolEnv`` and the game helpers are
 provided by the sandbox prelude).
@@ -24,6 +31,7 @@ import re
 from dataclasses import dataclass
 
 from engineers.spade.config import RejectReason
+from testbeds.synthetic.skeleton import PARTS, GameParts, PartError, render_game
 
 
 @dataclass(frozen=True)
@@ -110,4 +118,43 @@ def parse_design(text: str) -> ParsedDesign:
     if not hint:
         raise DesignParseError(RejectReason.missing_hint,
                                "no hint found (expected <hint>...</hint> after the program)")
+    return ParsedDesign(program=program, hint=hint)
+
+
+_PART_ERRORS = {"missing": RejectReason.parse_error, "syntax": RejectReason.syntax_error,
+                "signature": RejectReason.bad_part}
+
+
+def find_part(text: str, name: str) -> str | None:
+    """The code inside ``<name>...</name>`` (closing tag optional before the next tag or the
+    end), with a surrounding code fence removed; None when the tag is absent."""
+    match = re.search(rf"<{name}>\s*\n?(.*?)(?:</{name}>|(?=\n\s*<(?:{'|'.join(PARTS)}|hint)>)|\Z)",
+                      text, re.S | re.I)
+    if match is None:
+        return None
+    fenced = _FENCE.search(match.group(1))
+    body = fenced.group(2) if fenced else re.sub(r"^```[ \t]*\w*[ \t]*\n", "", match.group(1).strip())
+    return body.strip("\n")
+
+
+def parse_structured(text: str, max_turns: int = 4) -> ParsedDesign:
+    """Program (the parts rendered into the skeleton) and hint of a structured design, or
+    ``DesignParseError`` with the reason (module docstring)."""
+    text = _strip_thinking(text or "")
+    found = {name: find_part(text, name) for name in PARTS}
+    missing = [name for name, body in found.items() if body is None]
+    if missing:
+        raise DesignParseError(RejectReason.parse_error,
+                               f"part <{missing[0]}> is missing (a structured design needs <reset>, "
+                               "<check> and <solution>)")
+    hint_match = _HINT_TAG.search(text)
+    hint = " ".join(hint_match.group(1).split()) if hint_match else ""
+    try:
+        program = render_game(GameParts(reset=found["reset"] or "", check=found["check"] or "",
+                                        solution=found["solution"] or "", hint=hint), max_turns)
+    except PartError as exc:
+        raise DesignParseError(_PART_ERRORS[exc.kind], str(exc)) from None
+    if not hint:
+        raise DesignParseError(RejectReason.missing_hint,
+                               "no hint found (expected <hint>...</hint> after the parts)")
     return ParsedDesign(program=program, hint=hint)

@@ -12,7 +12,9 @@ back leniently.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+
+from testbeds.synthetic.skeleton import PartError, format_parts, split_parts
 
 GAMES_CONTRACT = """\
 You design environments that train a reasoning agent. Write one self-contained single-player \
@@ -74,6 +76,34 @@ Answer in exactly this format:
 <hint>the hint</hint>"""
 
 
+STRUCTURED_GAMES_CONTRACT = """\
+You design text games that train a reasoning agent. The game engine is fixed: it shows the task \
+text, reads the agent's answer from \\boxed{...}, gives your feedback on a wrong answer and lets \
+the agent retry a few times. You write only the task, as three Python functions, and a hint.
+
+<reset>
+def make_task(rng):
+    # rng is a random.Random; different seeds must give different tasks
+    ...
+    return state, text   # state: anything; text: the task statement
+</reset>
+<check>
+def check(state, answer):
+    # answer: the boxed text (a string)
+    ...
+    return correct, feedback   # bool; what is wrong when not correct
+</check>
+<solution>
+def solve(state):
+    return answer   # the correct answer (a string)
+</solution>
+<hint>one or two sentences with the key idea; never the answer itself</hint>
+
+Only math, random, re, itertools, functools, collections, fractions, string, json, heapq may be \
+imported. The task must need genuine reasoning: a random or empty answer must never be correct. \
+Answer with the four tags above and nothing else."""
+
+
 @dataclass(frozen=True)
 class PromptEnv:
     """A remembered environment shown in a prompt."""
@@ -90,8 +120,12 @@ class PromptEnv:
     """Why it is shown (e.g. 'regret 0.35', 'too easy: solved 95% without hint')."""
 
 
-def contract(setting: str) -> str:
-    """The system message of a setting."""
+def contract(setting: str, mode: str = "program") -> str:
+    """The system message of a setting in a design mode (``program`` or ``structured``)."""
+    if mode == "structured":
+        if setting != "games":
+            raise ValueError("the structured design mode is defined for the games setting only")
+        return STRUCTURED_GAMES_CONTRACT
     if setting == "games":
         return GAMES_CONTRACT
     if setting == "tools":
@@ -101,7 +135,8 @@ def contract(setting: str) -> str:
 
 def design_messages(setting: str, skill: str, document: str | None,
                     seed: PromptEnv | None = None,
-                    negatives: Sequence[PromptEnv] = (), max_seed_chars: int = 3000) -> list[dict[str, str]]:
+                    negatives: Sequence[PromptEnv] = (), max_seed_chars: int = 3000,
+                    mode: str = "program") -> list[dict[str, str]]:
     """Chat messages of one design call (see module docstring)."""
     parts = [f"Target skill: {skill}."]
     if document:
@@ -114,11 +149,23 @@ def design_messages(setting: str, skill: str, document: str | None,
         parts.append(f"Mutate this earlier environment ({seed.note}): keep what makes it "
                      "challenging, change the task, rules or data so that it is new, and adjust the "
                      "difficulty so the hint makes the difference.\n"
-                     f"```python\n{seed.source[:max_seed_chars]}\n```\n<hint>{seed.hint}</hint>")
+                     + seed_block(seed, mode, max_seed_chars))
     if negatives:
         lines = [f"- [{n.note}] skill {n.skill}; hint: {n.hint[:200]}" for n in negatives]
         parts.append("Avoid environments like these (they were too easy or too hard):\n"
                      + "\n".join(lines))
-    parts.append("Write the program and the hint now, in the required format.")
-    return [{"role": "system", "content": contract(setting)},
+    parts.append("Write the parts and the hint now, in the required format." if mode == "structured"
+                 else "Write the program and the hint now, in the required format.")
+    return [{"role": "system", "content": contract(setting, mode)},
             {"role": "user", "content": "\n\n".join(parts)}]
+
+
+def seed_block(seed: PromptEnv, mode: str, max_chars: int) -> str:
+    """A remembered environment in the answer format of ``mode`` (structured: its parts, when
+    the program splits into them; otherwise the program in a fence), then its hint."""
+    if mode == "structured":
+        try:
+            return format_parts(replace(split_parts(seed.source), hint=seed.hint))
+        except (SyntaxError, PartError):
+            pass
+    return f"```python\n{seed.source[:max_chars]}\n```\n<hint>{seed.hint}</hint>"

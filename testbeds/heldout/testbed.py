@@ -11,7 +11,8 @@ per design (``n`` is ignored: a SPADE step plays its pool, it does not draw i.i.
 
 Initial pool (``initial_pool``): ``none`` (SPADE: the designer fills it), ``reasoning_gym`` (the
 fixed-environment baseline: reasoning-gym datasets as environment programs from training seeds
-disjoint from the eval's), ``programs:<dir>`` (``*.py`` files, hint in ``<name>.hint``), or
+disjoint from the eval's), ``seed_library`` (the project's seed library of the setting,
+``testbeds/synthetic/seeds``), ``programs:<dir>`` (``*.py`` files, hint in ``<name>.hint``), or
 ``memory:<run dir>`` (the active admitted environments of an earlier SPADE run — a frozen pool
 generated once). With the ``fixed`` engineer the pool then never changes: the paper's fixed-pool
 baselines on the same machinery.
@@ -104,7 +105,8 @@ class SpadeTestbedConfig(PluginConfig):
     setting: Literal["games", "tools"] = "games"
     """Which held-out suite evaluates the policy."""
     initial_pool: str = "none"
-    """``none``, ``reasoning_gym``, ``programs:<dir>`` or ``memory:<run dir>`` (module docstring)."""
+    """``none``, ``reasoning_gym``, ``seed_library``, ``programs:<dir>`` or ``memory:<run dir>``
+    (module docstring)."""
     reasoning_gym_train: list[str] = Field(default_factory=lambda: ["basic_arithmetic", "chain_sum", "gcd",
                                                                       "number_sorting", "spell_backward",
                                                                       "letter_counting", "number_sequence"])
@@ -132,6 +134,12 @@ def load_initial_pool(spec: str, config: SpadeTestbedConfig) -> list[PoolEnviron
 
         return [PoolEnvironment(hash=e["env_id"], setting="games", skill=e["skill"], hint=e["hint"], program=e["source"])
                 for e in training_environments(config.reasoning_gym_train, config.reasoning_gym_items)]
+    if spec == "seed_library":
+        from engineers.spade.admission import program_hash
+        from testbeds.synthetic.seeds import seed_library
+
+        return [PoolEnvironment(hash=program_hash(s.program), setting=config.setting, skill=s.skill, hint=s.hint,
+                                program=s.program) for s in seed_library(config.setting)]
     kind, _, where = spec.partition(":")
     if kind == "programs":
         from engineers.spade.admission import program_hash
@@ -153,7 +161,8 @@ def load_initial_pool(spec: str, config: SpadeTestbedConfig) -> list[PoolEnviron
                                     program=e.program or "") for e in memory.entries(active_only=True)]
         finally:
             memory.close()
-    raise ValueError(f"unknown initial_pool {spec!r} (none, reasoning_gym, programs:<dir>, memory:<run dir>)")
+    raise ValueError(f"unknown initial_pool {spec!r} "
+                     "(none, reasoning_gym, seed_library, programs:<dir>, memory:<run dir>)")
 
 
 class SpadeTestbed(Testbed):

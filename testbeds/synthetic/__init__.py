@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 
 _HERE = Path(__file__).resolve().parent
-PRELUDE_MODULES = ("games.py", "tool_env.py")
+PRELUDE_MODULES = ("games.py", "game_env.py", "tool_env.py")
 """Modules whose source forms the sandbox prelude, in this order."""
 
 

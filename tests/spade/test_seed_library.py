@@ -1,0 +1,133 @@
+"""The shipped seed library (every program admitted, every skill covered) and the structured
+design mode (skeleton + parts admitted; a broken part rejected with its reason)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+from conftest import FAST_SANDBOX
+from spade_fakes import ScriptedPolicy
+
+from engineers.base import DesignContext
+from engineers.spade.admission import admit
+from engineers.spade.config import GAME_SKILLS, TOOL_SKILLS, AdmissionConfig, RejectReason, SpadeEngineerConfig
+from engineers.spade.designer import DesignCandidate
+from engineers.spade.engineer import SpadeEngineer
+from engineers.spade.parse import DesignParseError, parse_structured
+from engineers.spade.prompts import STRUCTURED_GAMES_CONTRACT
+from testbeds.synthetic.seeds import library_for, seed_library
+from testbeds.synthetic.skeleton import PartError, format_parts, render_game, split_parts
+
+LIBRARY = [s for setting in ("games", "tools") for s in seed_library(setting)]
+
+
+def candidate(program: str | None, hint: str | None, reason: RejectReason | None = None,
+              detail: str = "") -> DesignCandidate:
+    return DesignCandidate(round=0, call=0, setting="games", skill="s", messages=[], output="", num_tokens=0,
+                           corpus_doc_id=None, parent=None, program=program, hint=hint,
+                           parse_reason=reason, parse_detail=detail)
+
+
+def structured(text: str) -> DesignCandidate:
+    try:
+        parsed = parse_structured(text)
+    except DesignParseError as exc:
+        return candidate(None, None, exc.reason, str(exc))
+    return candidate(parsed.program, parsed.hint)
+
+
+@pytest.mark.parametrize("seed", LIBRARY, ids=lambda s: f"{s.setting}-{s.name}")
+def test_every_library_program_is_admitted(seed, sandbox_pool):
+    result = admit(candidate(seed.program, seed.hint), sandbox_pool, AdmissionConfig())
+    assert result.admitted, f"{seed.name}: {result.reason} {result.detail}"
+    assert result.checks_passed[-1] == "hint_clean"
+
+
+@pytest.mark.parametrize("setting,skills", [("games", GAME_SKILLS), ("tools", TOOL_SKILLS)])
+def test_library_covers_every_configured_skill(setting, skills):
+    assert {s.skill for s in seed_library(setting)} >= set(skills)
+    assert [s.skill for s in library_for(setting, [skills[0]])] == [skills[0]]
+
+
+def test_game_seeds_round_trip_through_their_parts():
+    for seed in seed_library("games"):
+        assert seed.parts is not None
+        assert render_game(split_parts(seed.program, seed.hint)) == seed.program
+        parsed = parse_structured(format_parts(seed.parts))
+        assert (parsed.program, parsed.hint) == (seed.program, seed.hint)
+
+
+def test_structured_design_is_short_and_admitted(sandbox_pool):
+    seed = seed_library("games")[0]
+    text = format_parts(seed.parts)
+    assert len(text) < len(seed.program)  # the skeleton is not the model's to write
+    result = admit(structured(text), sandbox_pool, AdmissionConfig())
+    assert result.admitted, result.detail
+
+
+def _broken(seed, **parts) -> str:
+    return format_parts(dataclasses.replace(seed.parts, **parts))
+
+
+@pytest.mark.parametrize("case,reason,detail", [
+    ("wrong_signature", "bad_part", "part <check>: check takes (state), expected (state, answer)"),
+    ("syntax", "syntax_error", "part <solution>:"),
+    ("missing", "parse_error", "part <solution> is missing"),
+    ("wrong_solution", "solution_does_not_win", "did not win"),
+    ("no_hint", "missing_hint", "no hint"),
+    ("always_right", "trivial_win", "wins"),
+])
+def test_broken_part_is_rejected_with_its_reason(case, reason, detail, sandbox_pool):
+    seed = next(s for s in seed_library("games") if s.name == "modular_expression")
+    text = {
+        "wrong_signature": _broken(seed, check="def check(state):\n    return True, ''"),
+        "syntax": _broken(seed, solution="def solve(state):\n    return str(state['value']"),
+        "missing": format_parts(seed.parts).split("<solution>")[0] + f"<hint>{seed.hint}</hint>",
+        "wrong_solution": _broken(seed, solution="def solve(state):\n    return str(state['value'] + 1)"),
+        "no_hint": _broken(seed, hint=""),
+        "always_right": _broken(seed, check="def check(state, answer):\n    return True, ''"),
+    }[case]
+    result = admit(structured(text), sandbox_pool, AdmissionConfig())
+    assert not result.admitted
+    assert result.reason == RejectReason(reason)
+    assert detail in result.detail
+    assert result.penalty == AdmissionConfig().penalties[RejectReason(reason)]
+
+
+def test_part_checks_are_pure():
+    seed = seed_library("games")[0]
+    with pytest.raises(PartError, match="part <reset>: does not define make_task"):
+        render_game(dataclasses.replace(seed.parts, reset="x = 1"))
+
+
+def test_structured_mode_in_the_engineer(tmp_path):
+    seed = next(s for s in seed_library("games") if s.name == "robot_walk")
+    policy = ScriptedPolicy([format_parts(seed.parts)])
+    config = SpadeEngineerConfig.model_validate({
+        "name": "spade", "design_mode": "structured", "designs_per_round": 1, "corpus": "none",
+        "diversity": {"embedding": "tfidf"}, "sandbox": FAST_SANDBOX})
+    engineer = SpadeEngineer(config, run_dir=str(tmp_path / "run"))
+    try:
+        design = engineer.design(DesignContext(round=0, total_rounds=1, history=[], proposal=None, testbed=None,
+                                               rng=np.random.default_rng(0), policy=policy))
+    finally:
+        engineer.close()
+    assert policy.seen[0].messages[0]["content"] == STRUCTURED_GAMES_CONTRACT
+    assert design.notes["diagnostics"]["admitted"] == 1
+    assert design.raw["environments"][0]["program"] == seed.program
+
+
+def test_structured_mode_is_for_games_only():
+    with pytest.raises(ValueError, match="games setting only"):
+        SpadeEngineerConfig(setting="tools", design_mode="structured")
+
+
+@pytest.mark.parametrize("setting", ["games", "tools"])
+def test_seed_library_as_initial_pool(setting):
+    from testbeds.heldout.testbed import SpadeTestbedConfig, load_initial_pool
+
+    pool = load_initial_pool("seed_library", SpadeTestbedConfig(setting=setting))
+    assert [e.program for e in pool] == [s.program for s in seed_library(setting)]
+    assert all(e.hint and e.skill and e.setting == setting for e in pool)
