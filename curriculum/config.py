@@ -18,33 +18,16 @@ from typing import Any
 import yaml
 from pydantic import (
     BaseModel,
-    ConfigDict,
     Field,
     SerializeAsAny,
     ValidationError,
     field_validator,
 )
 
+from curriculum.core.config import StrictModel
 from curriculum.registry import ENGINEERS, TESTBEDS, TRAINERS, Registry, UnknownName
 from trainers.generation import GenerationConfig
 from trainers.models import ModelConfig
-
-
-class StrictModel(BaseModel):
-    """Base for every config model: unknown keys are errors, field docstrings are descriptions."""
-
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, validate_default=True)
-
-
-class PluginConfig(StrictModel):
-    """Base of a plugin's config section; ``name`` selects the plugin in its registry.
-
-    Plugins may use any pydantic model with a ``name`` field; inheriting from this one gives
-    the house defaults (unknown keys forbidden, field docstrings as descriptions).
-    """
-
-    name: str
-    """Registered name of the plugin."""
 
 
 def _plugin_section(registry: Registry, value: Any, default: str) -> BaseModel:

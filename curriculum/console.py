@@ -15,8 +15,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.syntax import Syntax
 from rich.table import Table
 
-from curriculum.records import RoundReport
-from testbeds.base import EvalReport
+from curriculum.core.records import RoundReport
+from curriculum.core.types import EvalReport
 
 
 _SUMMARY_KEYS = ("train/mean_reward", "train/valid_rate", "train/steps", "train/seconds")

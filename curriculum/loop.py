@@ -5,7 +5,8 @@ For round r (0-based), with proposal P_r (P_0 from ``testbed.initial_proposal``)
     tasks_r   = testbed.sample(P_r, tasks_per_round, seed=derive(seed, r, "data"))
     metrics_r = trainer.train_round(tasks_r)
     eval_r    = testbed.evaluate(trainer.policy())
-    design_r  = engineer.design(history)          # skipped after the last round
+    report_r  = RoundReport(P_r, metrics_r, eval_r, trainer.env_outcomes())
+    design_r  = engineer.design(history + [report_r])   # skipped after the last round
     P_{r+1}, changes_r = testbed.project(design_r.raw, P_r)
     commit round r atomically (artifacts, checkpoint, RNG, engineer and testbed state)
 
@@ -21,14 +22,15 @@ from typing import Any
 
 import numpy as np
 
-from curriculum import distributed
 from curriculum.config import ConfigError, RunConfig, dump_config
 from curriculum.console import QuietReporter
-from curriculum.records import DesignRecord, RoundReport
+from curriculum.core import distributed
+from curriculum.core.records import DesignRecord, RoundReport
+from curriculum.core.types import EvalReport
 from curriculum.registry import ENGINEERS, TESTBEDS, TRAINERS
 from curriculum.rundir import RunDir, RunDirError, capture_rng, read_json, restore_rng, write_json
 from engineers.base import DesignContext, Engineer
-from testbeds.base import EvalReport, Testbed
+from testbeds.base import Testbed
 from trainers.base import Trainer
 
 _PURPOSES = {"initial": 0, "data": 1, "eval": 2, "engineer": 3, "train": 4}
@@ -63,7 +65,7 @@ class RunResult:
 def run(config: RunConfig, *, resume: Path | None = None, reporter: QuietReporter | None = None) -> RunResult:
     """Run (or resume) a whole curriculum; returns the run dir and the full history.
 
-    Under ``accelerate launch`` every rank calls this; see ``curriculum.distributed`` for who
+    Under ``accelerate launch`` every rank calls this; see ``curriculum.core.distributed`` for who
     does what.
     """
     distributed.init()
@@ -110,6 +112,7 @@ def run(config: RunConfig, *, resume: Path | None = None, reporter: QuietReporte
     finally:
         engineer.close()
         trainer.close()
+        testbed.close()
         if opened is not None:
             opened.unlock()
     return RunResult(run_dir=run_dir.path, history=history)
@@ -273,7 +276,7 @@ def _evaluate_and_design(config: RunConfig, index: int, proposal: Any, train_met
     run_dir.log({"round": index, "event": "eval", "score": evaluation.score, **evaluation.metrics})
 
     report = RoundReport(round=index, proposal=proposal.model_dump(mode="json"),
-                         train_metrics=train_metrics, eval=evaluation)
+                         train_metrics=train_metrics, eval=evaluation, env_outcomes=trainer.env_outcomes())
     if index + 1 >= config.rounds:
         return report, proposal
     return report, _design(config, report, proposal, history, run_dir, testbed, engineer,
@@ -351,4 +354,5 @@ def evaluate_run(run_dir: Path, *, round_index: int | None = None,
         reporter.stage_end()
     finally:
         trainer.close()
+        testbed.close()
     return report

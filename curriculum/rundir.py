@@ -10,6 +10,7 @@ Layout::
         proposal.json           what this round trained on
         train_metrics.json
         eval.json               EvalReport
+        env_outcomes.json       per-environment play results (SPADE), when the trainer has any
         design.json             DesignRecord: engineer input/output, projected proposal, changes
         engineer_prompt.txt     what the engineer's model read (when it used one)
         engineer_output.txt     what it wrote
@@ -55,7 +56,7 @@ import yaml
 
 from curriculum.config import ConfigError, RunConfig, config_diff, dump_config, validate_config
 from curriculum.manifest import RoundHealth, check_round_dir, read_manifest, write_manifest
-from curriculum.records import RoundReport
+from curriculum.core.records import RoundReport
 from curriculum.userfiles import Record, jsonl_records
 
 RESUME_STATE = ("state.json", "checkpoint")
@@ -290,6 +291,8 @@ class RunDir:
         write_json(partial / "proposal.json", report.proposal)
         write_json(partial / "train_metrics.json", report.train_metrics)
         write_json(partial / "eval.json", report.eval.model_dump(mode="json"))
+        if report.env_outcomes:
+            write_json(partial / "env_outcomes.json", [o.model_dump(mode="json") for o in report.env_outcomes])
         _write_design(partial, report)
         write_json(partial / "state.json", state)
         return partial
@@ -368,12 +371,13 @@ class RunDir:
 
     def load_round(self, index: int) -> RoundReport:
         directory = self.round_dir(index)
-        design_path = directory / "design.json"
+        design_path, outcomes_path = directory / "design.json", directory / "env_outcomes.json"
         return RoundReport.model_validate({
             "round": index,
             "proposal": read_json(directory / "proposal.json"),
             "train_metrics": read_json(directory / "train_metrics.json"),
             "eval": read_json(directory / "eval.json"),
+            "env_outcomes": read_json(outcomes_path) if outcomes_path.is_file() else [],
             "design": read_json(design_path) if design_path.is_file() else None,
         })
 

@@ -16,8 +16,9 @@ from typing import Any, ClassVar
 import numpy as np
 from pydantic import BaseModel
 
-from curriculum.records import Design, RoundReport
-from testbeds.base import Policy, Testbed
+from curriculum.core.records import Design, RoundReport
+from curriculum.core.types import Policy
+from testbeds.base import Testbed
 
 
 @dataclass

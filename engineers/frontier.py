@@ -24,8 +24,8 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from curriculum.config import PluginConfig
-from curriculum.records import Design
+from curriculum.core.config import PluginConfig
+from curriculum.core.records import Design
 from engineers.base import DesignContext, Engineer
 
 _SIZE_METRIC = re.compile(r"^valid_rate/(\d+)agents/(\d+x\d+)$")

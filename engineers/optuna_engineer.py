@@ -38,8 +38,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from curriculum.config import PluginConfig
-from curriculum.records import Design, RoundReport
+from curriculum.core.config import PluginConfig
+from curriculum.core.records import Design, RoundReport
 from engineers.base import DesignContext, Engineer
 from testbeds.base import Testbed
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from curriculum.config import PluginConfig
-from curriculum.records import Design
+from curriculum.core.config import PluginConfig
+from curriculum.core.records import Design
 from engineers.base import DesignContext, Engineer
 
 

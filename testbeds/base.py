@@ -16,75 +16,12 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel
 
-
-class Task(BaseModel):
-    """One prompt the policy answers, with everything needed to score the answer."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    id: str
-    """Stable identifier, unique within a round or eval suite."""
-    messages: list[dict[str, str]]
-    """The chat prompt (``[{"role": ..., "content": ...}, ...]``)."""
-    data: dict[str, Any] = Field(default_factory=dict)
-    """Testbed-specific payload used for scoring (e.g. the MAPF instance and its optimal plan)."""
-    features: dict[str, Any] = Field(default_factory=dict)
-    """Descriptive features used in reports and by simulated learners (size, agents, ...)."""
-
-
-class Completion(BaseModel):
-    """A policy's answer to one task."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    text: str
-    """The decoded completion."""
-    num_tokens: int
-    """Number of completion tokens under the policy's tokenizer."""
-
-
-class Policy(Protocol):
-    """Anything that answers tasks: a language model, or a simulated learner."""
-
-    def generate(self, tasks: Sequence[Task], *, max_new_tokens: int | None = None,
-                 temperature: float | None = None, seed: int = 0) -> list[Completion]:
-        """One completion per task, in order."""
-        ...
-
-
-class Change(BaseModel):
-    """One edit ``project`` made to an engineer's raw proposal."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    path: str
-    """Dotted location of the value, e.g. ``sizes.5.hole_ratio``."""
-    proposed: Any
-    """What the engineer proposed (``None`` when it was missing)."""
-    applied: Any
-    """What was applied instead."""
-    reason: str
-    """Why: clipped into bounds, renormalised, filled from previous config, unparsable..."""
-
-
-class EvalReport(BaseModel):
-    """The result of evaluating a policy on a testbed's eval suites."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    score: float
-    """The single scalar engineers and benchmarks optimise (testbed-defined; higher is better)."""
-    metrics: dict[str, float]
-    """Flat aggregate metrics, e.g. ``{"valid_rate/3": 0.4, "optimal_rate/3": 0.3}``."""
-    breakdown: dict[str, Any] = Field(default_factory=dict)
-    """Structured failure breakdown (per suite, per size) that engineers read."""
-    samples: list[dict[str, Any]] = Field(default_factory=list)
-    """A few (prompt, response, verdict) examples for inspection."""
+from curriculum.core.types import Change, Completion, EvalReport, Policy, Task
 
 
 class Testbed(ABC):
@@ -145,3 +82,6 @@ class Testbed(ABC):
 
     def observe_training_batch(self, completions: Sequence[Completion]) -> None:
         """Hook called after each scored training batch (e.g. to update a reward EMA)."""
+
+    def close(self) -> None:
+        """Release resources (sandbox pools, eval workers); the controller calls it at the end."""

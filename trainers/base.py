@@ -12,7 +12,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from testbeds.base import Policy, Task, Testbed
+from curriculum.core.pool import EnvOutcome
+from curriculum.core.types import Policy, Task
+
+from testbeds.base import Testbed
 
 LogFn = Callable[[dict[str, Any]], None]
 """Receives one metrics record (already tagged with its step) per training log event."""
@@ -67,6 +70,11 @@ class Trainer(ABC):
     def run_info(self) -> dict[str, Any]:
         """Bookkeeping for engineers' context (epochs per round, hyper-parameters)."""
         return {"trainer": self.name, **self.config.model_dump(mode="json")}
+
+    def env_outcomes(self) -> list[EnvOutcome]:
+        """What the last ``train_round`` measured per environment it played (SPADE's regret and
+        win rates); the controller stores them in ``RoundReport.env_outcomes``. None by default."""
+        return []
 
     def close(self) -> None:
         """Free memory and engines."""

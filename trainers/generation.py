@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from testbeds.base import Completion, Task
+from curriculum.core.types import Completion, Task
 
 
 class GenerationConfig(BaseModel):

@@ -28,9 +28,10 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from curriculum import distributed
-from curriculum.config import PluginConfig
-from testbeds.base import Completion, Policy, Task, Testbed
+from curriculum.core import distributed
+from curriculum.core.config import PluginConfig
+from curriculum.core.types import Completion, Policy, Task
+from testbeds.base import Testbed
 from trainers.base import LogFn, Trainer
 from trainers.generation import TransformersPolicy, VLLMPolicy, VLLMServerPolicy, choose_backend
 from trainers.models import load_model, resolve_model_path

@@ -17,6 +17,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from curriculum.core.paths import cache_dir
+
 EMBEDDED = "embedded:smollm2-135m-instruct"
 """The name users write (or leave as default) to get the embedded model."""
 _EMBEDDED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -51,14 +53,6 @@ class ModelConfig(BaseModel):
     """Train LoRA adapters instead of all weights (``None``: full fine-tuning)."""
     trust_remote_code: bool = False
     """Passed to transformers when loading custom architectures."""
-
-
-def cache_dir() -> Path:
-    """Root of curriculum's on-disk caches."""
-    root = os.environ.get("CURRICULUM_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "curriculum"
-    )
-    return Path(root)
 
 
 def embedded_gguf_path() -> Path:

@@ -3,25 +3,26 @@
 One round of the controller is one SPADE rollout step t. Its tasks (from the spade engineer's
 design call after step t-1, made with the same weights) are of two kinds (``Task.data["kind"]``):
 
-* ``"env"`` — an admitted environment: ``env_id``, ``source``, ``hint``, ``skill``, ``setting``
-  (``games``/``tools``), optional ``class_name``;
-* ``"design"`` — one designer generation: ``design_id``, ``skill``, ``messages`` (the design
-  prompt), ``completion`` (its text), ``admitted``, ``reason``, ``env_id`` (when admitted),
-  ``penalty`` (when rejected), optional ``completion_ids`` + ``behaviour_logprobs`` (generation-time
-  log-probs; when absent they are computed now, before any update, i.e. under the same weights).
+* ``"env"`` — an admitted environment (``PoolEnvironment``: ``hash``, ``program``, ``hint``,
+  ``skill``, ``setting``, optional ``class_name``);
+* ``"design"`` — one designer generation (``DesignSample``: ``design_id``, ``skill``, ``messages``
+  (the design prompt), ``completion`` (its text), ``admitted``, ``reason``, ``env_id`` (when
+  admitted), ``penalty`` (when rejected), optional ``completion_ids`` + ``behaviour_logprobs``
+  (generation-time log-probs; when absent they are computed now, before any update, i.e. under the
+  same weights)).
 
-Step t then:
+Both are the kernel's pool types (``curriculum.core.pool``), read back with ``pool_item``. Step t then:
 
 1. admits the new environments into the training pool and buffers the design samples
-   (``engineers.spade.buffer``); a rejected design is scored at once with its admission penalty;
+   (``trainers.spade.buffer``); a rejected design is scored at once with its admission penalty;
 2. plays the play set (the environments of this step's admitted designs, then the least-played pool
    environments up to ``envs_per_step``): G episodes without the hint and G with it each
-   (``engineers.spade.play``), through the sandbox pool;
+   (``trainers.spade.play``), through the sandbox pool;
 3. scores designs: designer signal ``regret`` → this step's designs, 0.4 * clip(regret/0.15, 0, 1) +
    0.6 * anchor(win rate) from this step's plays; or ``learning_potential`` → the buffered designs
    due now (generated k steps ago), |EMA_fast - EMA_slow| / (2 (a_fast - a_slow)) of their
    environment's return over its plays since (the environment is replayed every step until then)
-   (``engineers.spade.rewards``); then centres them per skill together with the rejected ones.
+   (``trainers.spade.rewards``); then centres them per skill together with the rejected ones.
    Designs marked ``trainable: false`` (a frozen designer, or ``train_designer: false``) are
    scored for the logs and never buffered;
 4. builds the update batch: agent rows (one per unhinted episode; hinted too when
@@ -59,13 +60,15 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from engineers.spade import rewards as R
-from engineers.spade.buffer import DelayedDesignerBuffer, DesignerSample
-from engineers.spade.play import Episode, PlayConfig, PlayEnv, TransformersTurnModel, TurnModel, play, summarise
-from testbeds.base import Task, Testbed
+from curriculum.core.pool import DesignSample, EnvOutcome, PoolEnvironment, pool_item
+from curriculum.core.types import Task
+from testbeds.base import Testbed
 from testbeds.sandbox import SandboxConfig
 from trainers.base import LogFn
 from trainers.grpo import GRPOConfig, GRPOTrainerAdapter, _constant_schedule, log_forwarder
+from trainers.spade import rewards as R
+from trainers.spade.buffer import DelayedDesignerBuffer, DesignerSample
+from trainers.spade.play import Episode, PlayConfig, TransformersTurnModel, TurnModel, play, summarise
 
 STATE_FILE = "selfplay_state.json"
 
@@ -197,8 +200,8 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
         """Set by tests to script the agent; otherwise the policy's own ``TransformersTurnModel``."""
         self.last_rows: list[dict[str, Any]] = []
         """The previous update's rows (role, group, reward, advantage, ids): for tests and logs."""
-        self.last_env_results: dict[str, dict[str, Any]] = {}
-        """Per environment results of the previous step (read by the engineer via ``run_info``)."""
+        self.last_env_results: dict[str, EnvOutcome] = {}
+        """Per environment results of the previous step (handed to the engineer by ``env_outcomes``)."""
 
     # -- state ------------------------------------------------------------------------------------
     def setup(self, checkpoint: Path | None) -> None:
@@ -211,7 +214,7 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
         return {"step": self.step, "buffer": self.buffer.state_dict(), "pool": self.pool_envs,
                 "retired": self.retired,
                 "ema": self.ema, "rng": self.rng.bit_generator.state,
-                "last_env_results": self.last_env_results}
+                "last_env_results": {k: v.model_dump(mode="json") for k, v in self.last_env_results.items()}}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.step = int(state["step"])
@@ -221,11 +224,11 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
         self.ema = {k: list(v) for k, v in state["ema"].items()}
         self.rng = np.random.default_rng()
         self.rng.bit_generator.state = state["rng"]
-        self.last_env_results = state.get("last_env_results", {})
+        self.last_env_results = {k: EnvOutcome.model_validate(v) for k, v in state.get("last_env_results", {}).items()}
 
     def save(self, directory: Path) -> None:
         super().save(directory)
-        from curriculum import distributed
+        from curriculum.core import distributed
 
         if distributed.is_main():
             (directory / STATE_FILE).write_text(json.dumps(self.state_dict(), sort_keys=True))
@@ -238,9 +241,11 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
 
     def run_info(self) -> dict[str, Any]:
         info = super().run_info()
-        info.update({"trainer": "selfplay", "algorithm": "SPADE co-training (GRPO via TRL)",
-                     "spade": {"step": self.step, "envs": self.last_env_results}})
+        info.update({"trainer": "selfplay", "algorithm": "SPADE co-training (GRPO via TRL)"})
         return info
+
+    def env_outcomes(self) -> list[EnvOutcome]:
+        return list(self.last_env_results.values())
 
     # -- pieces -----------------------------------------------------------------------------------
     def sandbox(self) -> Any:
@@ -261,7 +266,7 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
             return self.turn_model
         engine = getattr(self._trl, "vllm_generation", None) if self._trl is not None else None
         if engine is not None and getattr(engine, "llm", None) is not None:
-            from engineers.spade.play import VLLMTurnModel
+            from trainers.spade.play import VLLMTurnModel
 
             engine.sync_weights()
             return VLLMTurnModel(engine.llm, self.tokenizer)
@@ -285,30 +290,27 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
         logp = torch.log_softmax(logits / self.config.temperature, dim=-1)
         return [float(logp[i, tok]) for i, tok in enumerate(completion_ids)]
 
-    def _design_sample(self, task: Task) -> DesignerSample:
+    def _design_sample(self, design: DesignSample) -> DesignerSample:
         from trainers.generation import render_chat
 
-        data = task.data
-        trainable = bool(data.get("trainable", True)) and self.config.train_designer
-        penalty = data.get("penalty")
-        parts = {} if data.get("admitted") else {"penalty": -1.0 if penalty is None else float(penalty)}
+        trainable = design.trainable and self.config.train_designer
+        parts = {} if design.admitted else {"penalty": -1.0 if design.penalty is None else float(design.penalty)}
         if not trainable:  # a frozen designer's output: scored for the logs, never trained (no tokens)
-            return DesignerSample(id=str(data["design_id"]), step=self.step, skill=str(data.get("skill", "")),
+            return DesignerSample(id=design.design_id, step=self.step, skill=design.skill,
                                   prompt_ids=[], completion_ids=[], behaviour_logprobs=[],
-                                  env_id=data.get("env_id"), admitted=bool(data.get("admitted", False)),
-                                  reason=str(data.get("reason", "")), trainable=False, parts=parts)
-        prompt_ids = self._encode(render_chat(self.tokenizer, data["messages"]))
-        completion_ids = data.get("completion_ids") or self._encode(data["completion"])
+                                  env_id=design.env_id, admitted=design.admitted,
+                                  reason=design.reason, trainable=False, parts=parts)
+        prompt_ids = self._encode(render_chat(self.tokenizer, design.messages))
+        completion_ids = design.completion_ids or self._encode(design.completion)
         if self.tokenizer.eos_token_id is not None and (not completion_ids or completion_ids[-1] != self.tokenizer.eos_token_id):
             completion_ids = [*completion_ids, self.tokenizer.eos_token_id]
-        behaviour = data.get("behaviour_logprobs")
+        behaviour = design.behaviour_logprobs
         if behaviour is None or len(behaviour) != len(completion_ids):
             behaviour = self.sequence_logprobs(prompt_ids, completion_ids)
         return DesignerSample(
-            id=str(data["design_id"]), step=self.step, skill=str(data.get("skill", "")),
+            id=design.design_id, step=self.step, skill=design.skill,
             prompt_ids=prompt_ids, completion_ids=list(completion_ids), behaviour_logprobs=list(behaviour),
-            env_id=data.get("env_id"), admitted=bool(data.get("admitted", False)),
-            reason=str(data.get("reason", "")), parts=parts,
+            env_id=design.env_id, admitted=design.admitted, reason=design.reason, parts=parts,
         )
 
     def _play_set(self, required: list[str]) -> list[str]:
@@ -371,7 +373,7 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
     # -- one rollout step ---------------------------------------------------------------------------
     def train_round(self, tasks: Sequence[Task], *, round_index: int, seed: int,
                     log: LogFn | None = None) -> dict[str, float]:
-        from curriculum import distributed
+        from curriculum.core import distributed
 
         if distributed.world_size() > 1:
             raise NotImplementedError("the selfplay trainer runs in one process (rows are built on the main "
@@ -384,21 +386,16 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
         designs: list[DesignerSample] = []
         step_envs: dict[str, dict[str, Any]] = {}
         for task in tasks:
-            kind = task.data.get("kind")
-            if kind == "env":
-                d = task.data
-                info = {"env_id": d["env_id"], "source": d["source"], "hint": d.get("hint", ""),
-                        "skill": d.get("skill", ""), "setting": d.get("setting", "games"),
-                        "class_name": d.get("class_name"), "added": self.step, "plays": 0,
+            item = pool_item(task)
+            if isinstance(item, PoolEnvironment):
+                info = {"env": item.model_dump(mode="json"), "added": self.step, "plays": 0,
                         "win_rate": None, "win_rate_hint": None}
-                step_envs[d["env_id"]] = info
-                if d["env_id"] not in self.pool_envs and d["env_id"] not in self.retired:
-                    self.pool_envs[d["env_id"]] = info
-                    new_envs.append(d["env_id"])
-            elif kind == "design":
-                designs.append(self._design_sample(task))
+                step_envs[item.hash] = info
+                if item.hash not in self.pool_envs and item.hash not in self.retired:
+                    self.pool_envs[item.hash] = info
+                    new_envs.append(item.hash)
             else:
-                raise ValueError(f"selfplay task {task.id!r} has no data.kind 'env' or 'design'")
+                designs.append(self._design_sample(item))
         # 2. play: every environment of this step's admitted designs (their reward needs plays), then
         # the least-played pool environments (new ones without a design, e.g. an initial pool, included)
         # (a design that re-creates a retired environment is played once more, outside the pool).
@@ -406,8 +403,7 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
         designed = [d.env_id for d in designs if d.admitted and d.env_id in known]
         designed += sorted(e for e in self._lp_waiting() if e in known)  # LP: replay until scored
         play_ids = self._play_set(list(dict.fromkeys(designed)))
-        envs = [PlayEnv(env_id=e, source=known[e]["source"], hint=known[e]["hint"], setting=known[e]["setting"],
-                        class_name=known[e]["class_name"], skill=known[e]["skill"]) for e in play_ids]
+        envs = [PoolEnvironment.model_validate(known[e]["env"]) for e in play_ids]
         episodes = play(self.sandbox(), envs, self._turn_model(), cfg.play, seed=seed) if envs else []
         stats = summarise(envs, episodes)
         for env_id, s in stats.items():
@@ -448,9 +444,7 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
         self.last_rows = rows
         # 6. retire
         retired = self._retire(stats)
-        self.last_env_results = {e: {k: v for k, v in s.items() if k not in ("returns", "returns_hint")}
-                                 | {"mean_return": R.mean(s["returns"]), "mean_return_hint": R.mean(s["returns_hint"])}
-                                 for e, s in stats.items()}
+        self.last_env_results = {e: _outcome(e, s) for e, s in stats.items()}
         metrics = self._metrics(designs, parts, stats, new_envs, episodes, rows, due, retired, train)
         metrics["train/seconds"] = time.monotonic() - started
         if log is not None:
@@ -571,6 +565,15 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
         out = {"train/loss": float(result.training_loss), "train/steps": float(trainer.state.global_step)}
         out.update({f"spade/{k}": v for k, v in trainer.spade_stats.items()})
         return out
+
+
+def _outcome(env_id: str, stats: dict[str, Any]) -> EnvOutcome:
+    """The typed record of one environment's plays this step (what the engineer's memory stores)."""
+    return EnvOutcome(env_id=env_id, skill=stats["skill"], win_rate=stats["win_rate"],
+                      win_rate_hint=stats["win_rate_hint"], mean_return=R.mean(stats["returns"]),
+                      mean_return_hint=R.mean(stats["returns_hint"]), regret=stats["regret"],
+                      raw_regret=stats["raw_regret"], learning_potential=stats["learning_potential"],
+                      env_failures=stats["env_failures"])
 
 
 def _spade_grpo_class() -> type:

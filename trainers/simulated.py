@@ -50,8 +50,9 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field
 
-from curriculum.config import PluginConfig
-from testbeds.base import Completion, Task, Testbed
+from curriculum.core.config import PluginConfig
+from curriculum.core.types import Completion, Task
+from testbeds.base import Testbed
 from trainers.base import LogFn, Trainer
 
 STATE_FILE = "simulated_state.json"

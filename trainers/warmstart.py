@@ -37,7 +37,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from testbeds.base import Task, Testbed
+from curriculum.core.types import Task
+from testbeds.base import Testbed
 
 ProgressFn = Callable[[int], None]
 
@@ -129,7 +130,7 @@ def cache_key(weights_digest: str, examples: list[dict[str, Any]], config: WarmS
 
 
 def warmstart_dir(key: str) -> Path:
-    from trainers.models import cache_dir
+    from curriculum.core.paths import cache_dir
 
     return cache_dir() / "warmstart" / key
 

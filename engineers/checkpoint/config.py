@@ -22,7 +22,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from curriculum.config import PluginConfig, StrictModel
+from curriculum.core.config import PluginConfig, StrictModel
 
 Preset = Literal["V1", "V2", "V3", "V4", "V5", "V6"]
 TrainingVariant = Literal["bookkeeping", "full"]

@@ -23,8 +23,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from curriculum.core.types import Completion, Task
 from engineers.checkpoint.config import EndpointConfig
-from testbeds.base import Completion, Task
 
 URL_ENV = "CURRICULUM_ENDPOINT_URL"
 MODEL_ENV = "CURRICULUM_ENDPOINT_MODEL"

@@ -29,7 +29,8 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel
 
-from curriculum.records import Design
+from curriculum.core.records import Design
+from curriculum.core.types import Completion, Policy, Task
 from engineers.base import DesignContext, Engineer
 from engineers.checkpoint import context as ctxmod
 from engineers.checkpoint.config import CheckpointEngineerConfig, ContextSpec
@@ -37,7 +38,6 @@ from engineers.checkpoint.diagnostics import edit_granularity, frontier_movement
 from engineers.checkpoint.endpoint import EndpointError, EndpointPolicy
 from engineers.checkpoint.parse import ParsedAnswer, looks_like_proposal, parse_answer
 from engineers.checkpoint.prompt import build_messages, output_schema, prompt_text, rounded_example
-from testbeds.base import Completion, Policy, Task
 
 DEFAULT_MAX_NEW_TOKENS = 512
 RETRY_TEMPERATURE = 0.7

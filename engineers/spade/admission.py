@@ -41,6 +41,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from curriculum.core.pool import program_hash
 from engineers.spade.config import AdmissionConfig, RejectReason
 from testbeds.sandbox import SandboxFailure, SandboxPool
 from testbeds.synthetic.games import extract_boxed, normalize_answer
@@ -80,12 +81,6 @@ class _Reject(Exception):
     def __init__(self, reason: RejectReason, detail: str) -> None:
         super().__init__(detail)
         self.reason, self.detail = reason, detail
-
-
-def program_hash(program: str) -> str:
-    """16 hex digits of sha256 over the program with trailing spaces and blank edges removed."""
-    canonical = "\n".join(line.rstrip() for line in program.strip().splitlines())
-    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
 def defines_solution(program: str) -> bool:

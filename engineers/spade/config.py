@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from curriculum.config import PluginConfig
+from curriculum.core.config import PluginConfig
 from testbeds.sandbox import SandboxConfig
 
 GAME_SKILLS = (

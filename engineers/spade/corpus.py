@@ -11,7 +11,7 @@ than ``min_doc_chars`` are skipped and the text is cut to ``max_doc_chars`` in t
 
 With no source configured, a built-in offline corpus is extracted at first use from
 documentation shipped with installed packages and cached as JSONL under
-``trainers.models.cache_dir()/spade/corpus/``:
+``curriculum.core.paths.cache_dir()/spade/corpus/``:
 
 * ``games`` — docstrings of the public functions and classes of ``sympy`` (and ``mpmath``),
   i.e. mathematical definitions, identities and worked examples; ``numpy``'s docstrings when
@@ -218,7 +218,7 @@ def extract_builtin(setting: str, min_chars: int) -> tuple[list[Document], str]:
 
 def builtin_path(setting: str, min_chars: int) -> Path:
     """Cache file of the built-in corpus of ``setting``."""
-    from trainers.models import cache_dir
+    from curriculum.core.paths import cache_dir
 
     return cache_dir() / "spade" / "corpus" / f"builtin-{setting}-v{BUILTIN_VERSION}-min{min_chars}.jsonl"
 

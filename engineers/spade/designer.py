@@ -17,9 +17,10 @@ only when configured), records every design in the memory, and returns a ``Round
 admitted hashes, rejection counts per reason, Vendi score / n of the admitted environments, the
 documents read.
 
-``Pool`` is the environment pool the next round trains on: the active admitted entries of the
-memory, oldest first. ``design_samples`` turns a round's candidates into the records the
-co-training trainer needs to train the designer role (prompt, completion, verdict, penalty).
+``pool_from_memory`` is the environment pool the next round trains on: the active admitted
+entries of the memory, oldest first. ``design_samples`` turns a round's candidates into the
+``DesignSample``s the co-training trainer needs to train the designer role (prompt, completion,
+verdict, penalty). Both are the kernel's pool types (``curriculum.core.pool``).
 """
 
 from __future__ import annotations
@@ -35,7 +36,9 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from engineers.spade.admission import AdmissionResult, admit, program_hash
+from curriculum.core.pool import DesignSample, PoolEnvironment, program_hash
+from curriculum.core.types import Policy, Task
+from engineers.spade.admission import AdmissionResult, admit
 from engineers.spade.config import MemoryConfig, RejectReason, SpadeEngineerConfig
 from engineers.spade.corpus import Corpus
 from engineers.spade.diversity import (Embedder, environment_text, get_embedder, near_duplicates,
@@ -43,7 +46,6 @@ from engineers.spade.diversity import (Embedder, environment_text, get_embedder,
 from engineers.spade.memory import Memory, MemoryEntry
 from engineers.spade.parse import DesignParseError, parse_design, parse_structured
 from engineers.spade.prompts import PromptEnv, design_messages
-from testbeds.base import Policy, Task
 from testbeds.sandbox import SandboxPool
 
 log = logging.getLogger(__name__)
@@ -130,57 +132,27 @@ class RoundSummary(BaseModel):
     """Wall time of generation, admission and diversity."""
 
 
-class PoolEntry(BaseModel):
-    """An environment in the training pool."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    hash: str
-    """Program hash."""
-    setting: str
-    """``games`` or ``tools``."""
-    skill: str
-    """Skill tag."""
-    hint: str
-    """Privileged hint."""
-    program: str
-    """Program source."""
+def pool_from_memory(memory: Memory) -> list[PoolEnvironment]:
+    """The environment pool the next round trains on: the memory's active admitted entries, oldest first."""
+    return [PoolEnvironment(hash=e.hash, setting=e.setting, skill=e.skill, hint=e.hint or "", program=e.program or "")
+            for e in memory.entries(active_only=True)]
 
 
-@dataclass
-class Pool:
-    """The environment pool the next round trains on."""
-
-    entries: list[PoolEntry] = field(default_factory=list)
-
-    @classmethod
-    def from_memory(cls, memory: Memory) -> Pool:
-        """Active admitted environments of the memory, oldest first."""
-        return cls([PoolEntry(hash=e.hash, setting=e.setting, skill=e.skill, hint=e.hint or "",
-                              program=e.program or "") for e in memory.entries(active_only=True)])
-
-    def to_json(self) -> dict[str, Any]:
-        return {"environments": [e.model_dump() for e in self.entries]}
-
-    def __len__(self) -> int:
-        return len(self.entries)
-
-
-def design_samples(candidates: Sequence[DesignCandidate], *, trainable: bool = True) -> list[dict[str, Any]]:
-    """One JSON record per design call, for the co-training trainer to train the designer on:
-    ``design_id`` (``r<round>-c<call>-<hash[:8]>``), ``skill``, ``messages``, ``completion``,
-    ``admitted``, ``reason`` (``ok`` when admitted), ``env_id`` (when admitted), ``penalty``
-    (when rejected), ``trainable`` (``False`` for a frozen designer: its designs are played and
-    scored, never trained on)."""
+def design_samples(candidates: Sequence[DesignCandidate], *, trainable: bool = True) -> list[DesignSample]:
+    """One ``DesignSample`` per design call, for the co-training trainer to train the designer on:
+    id ``r<round>-c<call>-<hash[:8]>``, reason ``ok`` when admitted, ``env_id`` when admitted,
+    ``penalty`` when rejected, ``trainable`` ``False`` for a frozen designer (its designs are
+    played and scored, never trained on)."""
     out = []
     for c in candidates:
         adm = c.admission
         admitted = bool(adm and adm.admitted)
-        out.append({"design_id": f"r{c.round}-c{c.call}-{c.hash[:8]}", "skill": c.skill,
-                    "messages": c.messages, "completion": c.output, "admitted": admitted,
-                    "reason": "ok" if admitted else (adm.reason.value if adm and adm.reason else ""),
-                    "env_id": c.hash if admitted else None,
-                    "penalty": None if admitted or adm is None else adm.penalty, "trainable": trainable})
+        out.append(DesignSample(
+            design_id=f"r{c.round}-c{c.call}-{c.hash[:8]}", skill=c.skill, messages=c.messages,
+            completion=c.output, admitted=admitted,
+            reason="ok" if admitted else (adm.reason.value if adm and adm.reason else ""),
+            env_id=c.hash if admitted else None,
+            penalty=None if admitted or adm is None else adm.penalty, trainable=trainable))
     return out
 
 

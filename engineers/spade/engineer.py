@@ -1,20 +1,20 @@
 """The ``spade`` engineer: each round, the policy designs environments that are admitted in the
 sandbox, remembered and measured for diversity; the proposal is the resulting environment pool.
 
-``design(ctx)`` makes ``designs_per_round`` design calls (``Designer.propose``) with the policy
-(``designer: policy``) or the frozen base model (``designer: base``, the frozen-designer
-ablation: its designs are marked ``trainable: false``, so the trainer plays and scores them but
-never trains the shared policy on them), admits them
-(``Designer.admit_all``), appends the round's ``RoundSummary`` to
-``<run_dir>/spade_rounds.jsonl``, and returns ``Design(raw={"environments": [...], "designs":
-[...]})`` — the active admitted environments of the memory (``hash, setting, skill, hint,
-program``) and this round's design records (``designer.design_samples``) — with the summary
-under ``notes["spade"]`` and
-``notes["diagnostics"]`` (admitted count, rejections per reason, Vendi score / n).
+``design(ctx)`` first stores the last round's ``env_outcomes`` (regret, win rates measured by the
+trainer's plays) in the memory, then makes ``designs_per_round`` design calls
+(``Designer.propose``) with the policy (``designer: policy``) or the frozen base model
+(``designer: base``, the frozen-designer ablation: its designs are marked ``trainable: false``,
+so the trainer plays and scores them but never trains the shared policy on them), admits them (``Designer.admit_all``), appends the round's ``RoundSummary``
+to ``<run_dir>/spade_rounds.jsonl``, saves the pool to ``<run_dir>/spade_pool.jsonl``, and
+returns ``Design(raw={"environments": [...], "designs": [...]})`` — the active admitted
+environments of the memory (``PoolEnvironment``) and this round's ``DesignSample``s — with the
+summary under ``notes["spade"]`` and ``notes["diagnostics"]`` (admitted count, rejections per
+reason, Vendi score / n).
 
 State saved per round: the corpus seed and cursor and the design-call counter (the memory is its own
 SQLite file in the run directory). The sandbox pool is started on first use and closed by
-``close``. Rewards, agent play and co-training are part 2 (issue 8).
+``close``. Rewards, agent play and co-training live with the ``selfplay`` trainer (``trainers.spade``).
 """
 
 from __future__ import annotations
@@ -25,13 +25,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from curriculum.records import Design
+from curriculum.core.pool import save_pool
+from curriculum.core.records import Design
+from curriculum.core.types import Policy
 from engineers.base import DesignContext, Engineer
 from engineers.spade.config import MemoryConfig, SpadeEngineerConfig
 from engineers.spade.corpus import Corpus, build_corpus
-from engineers.spade.designer import Designer, DesignCandidate, Pool, RoundSummary, design_samples
+from engineers.spade.designer import Designer, DesignCandidate, RoundSummary, design_samples, pool_from_memory
 from engineers.spade.memory import Memory
-from testbeds.base import Policy
 from testbeds.sandbox import SandboxPool
 from testbeds.synthetic import prelude_source
 
@@ -96,13 +97,13 @@ class SpadeEngineer(Engineer):
 
     # -- the engineer interface -----------------------------------------------------------------
     def _remember_outcomes(self, ctx: DesignContext) -> None:
-        """Store what the agent's plays measured (regret, win rates) for remembered environments,
-        so high-regret seeds and too-easy/too-hard negatives reach the next design prompt."""
-        results = (ctx.run_info.get("spade") or {}).get("envs") or {}
-        for env_hash, result in results.items():
+        """Store what the agent's plays measured (regret, win rates; the last round's
+        ``env_outcomes``) for remembered environments, so high-regret seeds and too-easy/too-hard
+        negatives reach the next design prompt."""
+        for outcome in ctx.history[-1].env_outcomes if ctx.history else []:
             try:
-                self.memory.update_outcome(env_hash, result.get("regret"), result.get("win_rate_hint"),
-                                           result.get("win_rate"))
+                self.memory.update_outcome(outcome.env_id, outcome.regret, outcome.win_rate_hint,
+                                           outcome.win_rate)
             except KeyError:  # a starting-pool environment (e.g. reasoning-gym) is not in memory
                 continue
 
@@ -123,11 +124,13 @@ class SpadeEngineer(Engineer):
         self.summaries.append(summary)
         with (self.dir / ROUNDS_LOG).open("a") as handle:
             handle.write(json.dumps(summary.model_dump(mode="json")) + "\n")
-        pool = Pool.from_memory(self.memory)
+        pool = pool_from_memory(self.memory)
+        save_pool(self.dir, pool)
         first = candidates[0] if candidates else None
         return Design(
-            raw={**pool.to_json(),
-                 "designs": design_samples(candidates, trainable=self.config.designer == "policy")},
+            raw={"environments": [e.model_dump(mode="json") for e in pool],
+                 "designs": [d.model_dump(mode="json")
+                             for d in design_samples(candidates, trainable=self.config.designer == "policy")]},
             prompt=first.prompt_text if first else None,
             output=first.output if first else None,
             notes={"spade": summary.model_dump(mode="json"),

@@ -62,7 +62,7 @@ class MemoryEntry(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     hash: str
-    """Program hash (``admission.program_hash``)."""
+    """Program hash (``curriculum.core.pool.program_hash``)."""
     seq: int
     """Insertion order."""
     round: int

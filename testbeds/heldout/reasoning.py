@@ -24,8 +24,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from engineers.spade.play import extract_boxed
-from testbeds.base import Policy, Task
+from curriculum.core.pool import PoolEnvironment
+from curriculum.core.types import Policy, Task
+from testbeds.synthetic.games import extract_boxed
 
 DEFAULT_DATASETS: dict[str, list[str]] = {
     "maths": ["basic_arithmetic", "chain_sum", "gcd", "lcm", "fraction_simplification", "simple_equations"],
@@ -110,14 +111,16 @@ def evaluate(policy: Policy, config: ReasoningGymEval, *, seed: int = 0,
     return metrics, breakdown, out_samples
 
 
-def training_environments(datasets: Sequence[str], per_dataset: int, train_seed: int = 10_000_000) -> list[dict[str, str]]:
+def training_environments(datasets: Sequence[str], per_dataset: int,
+                          train_seed: int = 10_000_000) -> list[PoolEnvironment]:
     """Reasoning-gym datasets as a fixed set of environment programs (the fixed-environment baseline).
 
     Each dataset becomes one game program holding ``per_dataset`` (question, answer) pairs drawn
     from ``train_seed`` (disjoint from the eval seeds); ``reset(seed)`` picks pair ``seed % n``, a
     turn answers in ``\\boxed{}``, an exact (whitespace- and case-normalised) match wins. The
     program runs in the sandbox, where reasoning-gym itself cannot be imported.
-    Returns ``[{"env_id", "source", "hint", "skill"}]`` with an empty hint (a fixed set has none).
+    Each is a ``PoolEnvironment`` with id ``rg-<dataset>-<train_seed>``, the dataset as skill and
+    an empty hint (a fixed set has none).
     """
     rg = _require()
     envs = []
@@ -125,7 +128,8 @@ def training_environments(datasets: Sequence[str], per_dataset: int, train_seed:
         data = rg.create_dataset(name, size=per_dataset, seed=train_seed + 1000 * k)
         pairs = [(data[i]["question"], str(data[i]["answer"])) for i in range(per_dataset)]
         source = _FIXED_TEMPLATE.replace("__PAIRS_LITERAL__", repr(json.dumps(pairs))).replace("__NAME__", name)
-        envs.append({"env_id": f"rg-{name}-{train_seed}", "source": source, "hint": "", "skill": name})
+        envs.append(PoolEnvironment(hash=f"rg-{name}-{train_seed}", setting="games", skill=name, hint="",
+                                    program=source))
     return envs
 
 

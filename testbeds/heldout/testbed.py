@@ -1,21 +1,21 @@
 """The SPADE testbed: the proposal is the environment pool (plus the last design call's samples),
 training tasks are what the ``selfplay`` trainer plays and trains, evaluation is held out.
 
-Proposal (``SpadeProposal``): ``environments`` — admitted programs (``hash``, ``setting``, ``skill``,
-``hint``, ``program``: the ``spade`` engineer's ``Pool.to_json()``), and ``designs`` — the design
-generations of the call that produced this proposal (``design_id``, ``skill``, ``messages``,
-``completion``, ``admitted``, ``reason``, ``env_id``, ``penalty``; see ``trainers.selfplay``).
+Proposal (``SpadeProposal``): ``environments`` — admitted programs (``PoolEnvironment``), and
+``designs`` — the design generations of the call that produced this proposal (``DesignSample``);
+both types are the kernel's (``curriculum.core.pool``), shared with the engineer and the trainer.
 
-``sample(proposal, n, seed)`` returns one ``env`` task per environment and one ``design`` task
+``sample(proposal, n, seed)`` returns one ``env_task`` per environment and one ``design_task``
 per design (``n`` is ignored: a SPADE step plays its pool, it does not draw i.i.d. prompts).
 
 Initial pool (``initial_pool``): ``none`` (SPADE: the designer fills it), ``reasoning_gym`` (the
 fixed-environment baseline: reasoning-gym datasets as environment programs from training seeds
 disjoint from the eval's), ``seed_library`` (the project's seed library of the setting,
 ``testbeds/synthetic/seeds``), ``programs:<dir>`` (``*.py`` files, hint in ``<name>.hint``), or
-``memory:<run dir>`` (the active admitted environments of an earlier SPADE run — a frozen pool
-generated once). With the ``fixed`` engineer the pool then never changes: the paper's fixed-pool
-baselines on the same machinery.
+``memory:<run dir>`` (the active admitted environments of an earlier SPADE run's memory, as its
+engineer last saved them in ``<run dir>/spade_pool.jsonl`` — a frozen pool generated once). With
+the ``fixed`` engineer the pool then never changes: the paper's fixed-pool baselines on the same
+machinery.
 
 Evaluation (``evaluate``), every ``eval_every`` calls and at call ``final_eval_call`` (set it to
 ``rounds - 1``; a baseline eval before training counts as a call too when enabled): games →
@@ -30,60 +30,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from curriculum.config import PluginConfig
-from testbeds.base import Change, Completion, EvalReport, Policy, Task, Testbed
+from curriculum.core.config import PluginConfig
+from curriculum.core.pool import DesignSample, PoolEnvironment, design_task, env_task, load_pool, program_hash
+from curriculum.core.types import Change, Completion, EvalReport, Policy, Task
+from testbeds.base import Testbed
 from testbeds.heldout.reasoning import ReasoningGymEval
 from testbeds.heldout.tools import ToolSuiteEval
 from testbeds.sandbox import SandboxConfig
-
-
-class PoolEnvironment(BaseModel):
-    """An admitted environment program."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    hash: str
-    """Program hash (the environment id)."""
-    setting: Literal["games", "tools"] = "games"
-    """Setting of the environment."""
-    skill: str = ""
-    """Skill tag."""
-    hint: str = ""
-    """Privileged hint."""
-    program: str
-    """Program source."""
-
-
-class DesignSample(BaseModel):
-    """One design generation to train the designer on."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    design_id: str
-    """Unique over the run."""
-    skill: str = ""
-    """Skill of the design prompt."""
-    messages: list[dict[str, str]]
-    """The design prompt."""
-    completion: str
-    """The designer's output."""
-    admitted: bool = False
-    """Admission verdict."""
-    reason: str = ""
-    """Rejection reason (empty or ``ok`` when admitted)."""
-    env_id: str | None = None
-    """Hash of the admitted environment."""
-    penalty: float | None = None
-    """Designer reward of a rejected design."""
-    completion_ids: list[int] | None = None
-    """Generated token ids, when the engineer kept them."""
-    behaviour_logprobs: list[float] | None = None
-    """Generation-time log-probs of ``completion_ids``."""
-    trainable: bool = True
-    """``False`` when a frozen designer (``engineer.designer: base``) wrote it: the trainer scores
-    it for the logs but never trains on it."""
 
 
 class SpadeProposal(BaseModel):
@@ -132,18 +87,14 @@ def load_initial_pool(spec: str, config: SpadeTestbedConfig) -> list[PoolEnviron
     if spec == "reasoning_gym":
         from testbeds.heldout.reasoning import training_environments
 
-        return [PoolEnvironment(hash=e["env_id"], setting="games", skill=e["skill"], hint=e["hint"], program=e["source"])
-                for e in training_environments(config.reasoning_gym_train, config.reasoning_gym_items)]
+        return training_environments(config.reasoning_gym_train, config.reasoning_gym_items)
     if spec == "seed_library":
-        from engineers.spade.admission import program_hash
         from testbeds.synthetic.seeds import seed_library
 
         return [PoolEnvironment(hash=program_hash(s.program), setting=config.setting, skill=s.skill, hint=s.hint,
                                 program=s.program) for s in seed_library(config.setting)]
     kind, _, where = spec.partition(":")
     if kind == "programs":
-        from engineers.spade.admission import program_hash
-
         out = []
         for path in sorted(Path(where).glob("*.py")):
             hint_path = path.with_suffix(".hint")
@@ -153,16 +104,24 @@ def load_initial_pool(spec: str, config: SpadeTestbedConfig) -> list[PoolEnviron
                                        program=program))
         return out
     if kind == "memory":
-        from engineers.spade.memory import Memory
-
-        memory = Memory.in_run_dir(Path(where))
-        try:
-            return [PoolEnvironment(hash=e.hash, setting=e.setting, skill=e.skill, hint=e.hint or "",
-                                    program=e.program or "") for e in memory.entries(active_only=True)]
-        finally:
-            memory.close()
+        return load_pool(where)
     raise ValueError(f"unknown initial_pool {spec!r} "
                      "(none, reasoning_gym, seed_library, programs:<dir>, memory:<run dir>)")
+
+
+def _valid_items(items: Any, model: type[BaseModel], path: str, changes: list[Change]) -> list[Any]:
+    """The entries of ``items`` that validate as ``model``; each dropped one is recorded in ``changes``."""
+    if not isinstance(items, list):
+        changes.append(Change(path=path, proposed=str(items)[:200], applied=[], reason="not a list: dropped"))
+        return []
+    out = []
+    for i, item in enumerate(items):
+        try:
+            out.append(model.model_validate(item))
+        except ValidationError as err:
+            changes.append(Change(path=f"{path}.{i}", proposed=str(item)[:200], applied=None,
+                                  reason=f"dropped malformed {path[:-1]}: {err.errors()[0]['msg']}"))
+    return out
 
 
 class SpadeTestbed(Testbed):
@@ -198,33 +157,13 @@ class SpadeTestbed(Testbed):
             changes.append(Change(path="", proposed=str(raw)[:200], applied="previous proposal",
                                   reason="no 'environments' or 'designs': kept the previous proposal"))
             return previous, changes
-        envs = []
-        for i, item in enumerate(raw.get("environments", [])):
-            try:
-                envs.append(PoolEnvironment.model_validate(item))
-            except Exception as err:  # noqa: BLE001 - report and drop a malformed entry
-                changes.append(Change(path=f"environments.{i}", proposed=str(item)[:200], applied=None,
-                                      reason=f"dropped malformed environment: {err}"))
-        designs = []
-        for i, item in enumerate(raw.get("designs", [])):
-            try:
-                designs.append(DesignSample.model_validate(item))
-            except Exception as err:  # noqa: BLE001
-                changes.append(Change(path=f"designs.{i}", proposed=str(item)[:200], applied=None,
-                                      reason=f"dropped malformed design: {err}"))
+        envs = _valid_items(raw.get("environments", []), PoolEnvironment, "environments", changes)
+        designs = _valid_items(raw.get("designs", []), DesignSample, "designs", changes)
         return SpadeProposal(environments=envs, designs=designs), changes
 
     # -- tasks --------------------------------------------------------------------------------------
     def sample(self, proposal: BaseModel, n: int, seed: int) -> list[Task]:
-        tasks = []
-        for env in proposal.environments:
-            tasks.append(Task(id=f"env-{env.hash}", messages=[], data={
-                "kind": "env", "env_id": env.hash, "source": env.program, "hint": env.hint,
-                "skill": env.skill, "setting": env.setting}, features={"skill": env.skill}))
-        for d in proposal.designs:
-            tasks.append(Task(id=f"design-{d.design_id}", messages=d.messages, data={
-                "kind": "design", **d.model_dump(mode="json")}, features={"skill": d.skill}))
-        return tasks
+        return [*map(env_task, proposal.environments), *map(design_task, proposal.designs)]
 
     def score(self, task: Task, completion: Completion) -> tuple[float, dict[str, Any]]:
         """Not used: the ``selfplay`` trainer takes returns from the environments it plays. A

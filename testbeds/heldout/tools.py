@@ -24,7 +24,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from testbeds.base import Policy, Task
+from curriculum.core.types import Policy, Task
 
 TOOL_TASKS: dict[str, str] = {}
 

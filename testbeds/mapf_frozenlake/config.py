@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from testbeds.base import Change
+from curriculum.core.types import Change
 
 SIZES: tuple[str, ...] = tuple(f"{n}x{n}" for n in range(3, 11))
 """The 8 map sizes, smallest first."""

@@ -27,6 +27,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from curriculum.core.paths import cache_dir
 from testbeds.mapf_frozenlake.config import SIZES, uniform_config
 from testbeds.mapf_frozenlake.generator import generate
 from testbeds.mapf_frozenlake.instance import Instance
@@ -34,13 +35,6 @@ from testbeds.mapf_frozenlake.validate import CHECKS, Verdict
 
 SUITE_VERSION = 2
 """Bump when the generator's output for given parameters changes (invalidates caches)."""
-
-
-def cache_dir() -> Path:
-    """``$CURRICULUM_CACHE/mapf_suites`` or ``~/.cache/curriculum/mapf_suites``."""
-    root = os.environ.get("CURRICULUM_CACHE") or os.path.join(os.path.expanduser("~"), ".cache",
-                                                                "curriculum")
-    return Path(root) / "mapf_suites"
 
 
 def suite_key(agents: int, per_size: int, seed: int, hole_ratio: float,
@@ -59,7 +53,7 @@ def build_suite(agents: int, per_size: int, seed: int, hole_ratio: float = 0.2, 
     or not other sizes are included (per-size draws are seeded by size)."""
     sizes = [s for s in SIZES if s in sizes]
     key = suite_key(agents, per_size, seed, hole_ratio, sizes)
-    path = cache_dir() / f"{agents}agents-{per_size}x{len(sizes)}-seed{seed}-{key}.jsonl"
+    path = cache_dir("mapf_suites") / f"{agents}agents-{per_size}x{len(sizes)}-seed{seed}-{key}.jsonl"
     if use_cache and path.exists():
         try:
             insts = [Instance.from_json(line) for line in path.read_text().splitlines() if line]

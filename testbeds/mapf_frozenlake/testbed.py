@@ -19,7 +19,8 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from testbeds.base import Change, Completion, EvalReport, Policy, Task, Testbed
+from curriculum.core.types import Change, Completion, EvalReport, Policy, Task
+from testbeds.base import Testbed
 from testbeds.mapf_frozenlake.config import SIZES, GeneratorConfig, SizeParams, random_config
 from testbeds.mapf_frozenlake.config import project as project_config
 from testbeds.mapf_frozenlake.generator import generate

@@ -1,7 +1,7 @@
 """Helpers for single-player text games: read the agent's ``\\boxed{...}`` answer, normalise it.
 
-* ``extract_boxed(text)`` — the content of the last ``\\boxed{...}`` in ``text`` (braces may
-  nest), or ``None`` when there is none.
+* ``extract_boxed(text)`` — the content of the last complete ``\\boxed{...}`` in ``text`` (braces
+  may nest), or ``None`` when there is none.
 * ``normalize_answer(text)`` — lower-cased, surrounding ``$``/spaces/period stripped, inner
   whitespace collapsed; numbers written like ``3.0`` become ``3``.
 
@@ -11,26 +11,27 @@ Standard library only (``re``): this module is part of the sandbox prelude.
 import re
 
 
+_BOXED = re.compile(r"\\boxed\s*\{")
+
+
 def extract_boxed(text):
-    """Content of the last ``\\boxed{...}`` in ``text`` (nested braces allowed), else None."""
+    """Content of the last complete ``\\boxed{...}`` in ``text`` (braces nest, ``\\boxed {`` counts), else None.
+
+    An unclosed last box (a truncated answer) falls back to the complete box before it. This is
+    the project's one reading of a boxed answer: environments, admission, agent play and the
+    held-out reasoning-gym eval all use it.
+    """
     if not isinstance(text, str):
         return None
-    start = text.rfind("\\boxed{")
-    if start < 0:
-        return None
-    i = start + len("\\boxed{")
-    depth = 1
-    out = []
-    while i < len(text):
-        ch = text[i]
-        if ch == "{":
-            depth += 1
-        elif ch == "}":
-            depth -= 1
-            if depth == 0:
-                return "".join(out).strip()
-        out.append(ch)
-        i += 1
+    for match in reversed(list(_BOXED.finditer(text))):
+        depth, start = 1, match.end()
+        for pos in range(start, len(text)):
+            if text[pos] == "{":
+                depth += 1
+            elif text[pos] == "}":
+                depth -= 1
+                if depth == 0:
+                    return text[start:pos].strip()
     return None
 
 

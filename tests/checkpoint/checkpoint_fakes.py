@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal
 
+from curriculum.core.types import Completion, Policy, Task
 from engineers.base import DesignContext
 from engineers.checkpoint.config import CheckpointEngineerConfig
 from engineers.checkpoint.engineer import CheckpointEngineer
-from testbeds.base import Completion, Policy, Task
 
 
 class ScriptedPolicy:

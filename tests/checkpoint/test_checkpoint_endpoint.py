@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 from checkpoint_fakes import answer, config_json, fixed_breakdown
 
-from curriculum.records import RoundReport
+from curriculum.core.records import RoundReport
+from curriculum.core.types import EvalReport, Task
 from engineers.base import DesignContext
 from engineers.checkpoint.config import CheckpointEngineerConfig, EndpointConfig
 from engineers.checkpoint.endpoint import EndpointError, EndpointPolicy, chat_url, resolve_endpoint
 from engineers.checkpoint.engineer import CheckpointEngineer
-from testbeds.base import EvalReport, Task
 from testbeds.mapf_frozenlake.config import GeneratorConfig
 from testbeds.mapf_frozenlake.testbed import MAPFTestbed
 

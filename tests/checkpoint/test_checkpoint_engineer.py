@@ -11,11 +11,11 @@ from checkpoint_fakes import ScriptedPolicy, answer, config_json, fixed_breakdow
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from curriculum.records import RoundReport
+from curriculum.core.records import RoundReport
+from curriculum.core.types import EvalReport
 from engineers.base import DesignContext
 from engineers.checkpoint.config import CheckpointEngineerConfig
 from engineers.checkpoint.engineer import CheckpointEngineer
-from testbeds.base import EvalReport
 from testbeds.mapf_frozenlake.config import BOUNDS, SIZES, GeneratorConfig
 from testbeds.mapf_frozenlake.testbed import MAPFTestbed
 
@@ -182,7 +182,7 @@ def test_diagnostics_survive_the_rich_round_summary():
     from rich.console import Console
 
     from curriculum.console import RichReporter
-    from curriculum.records import DesignRecord
+    from curriculum.core.records import DesignRecord
 
     text = answer(config_json([0.125] * 8), summary="[/INST] 3x3 is [/] easy [bold]")
     c = make_ctx(ScriptedPolicy([text]))

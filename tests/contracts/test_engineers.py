@@ -13,10 +13,10 @@ import json
 import numpy as np
 import pytest
 
-from curriculum.records import Design, RoundReport
+from curriculum.core.records import Design, RoundReport
+from curriculum.core.types import Completion, EvalReport
 from curriculum.registry import ENGINEERS, SHIPPED
 from engineers.base import DesignContext
-from testbeds.base import Completion, EvalReport
 
 # Engineers whose proposals are not generator configs (SPADE designs programs) have their own suites.
 PARAMETRIC = [name for name in SHIPPED["engineer"] if name != "spade"]

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from curriculum.config import load_config
+from curriculum.core.types import Completion
 from curriculum.loop import build_testbed
 from curriculum.registry import SHIPPED
-from testbeds.base import Completion
 
 
 # Settings that give each testbed a non-empty starting proposal to sample from.

@@ -7,8 +7,8 @@ import io
 from rich.console import Console
 
 from curriculum.console import RichReporter, eval_table
-from curriculum.records import Design, DesignRecord, RoundReport
-from testbeds.base import Change, EvalReport
+from curriculum.core.records import Design, DesignRecord, RoundReport
+from curriculum.core.types import Change, EvalReport
 
 
 def _render(renderable) -> str:

@@ -131,3 +131,22 @@ def test_the_run_dir_stays_locked_while_the_run_goes(tiny_model_dir, tmp_path):
 
     run(load_config(None, tiny_overrides(tiny_model_dir, tmp_path, rounds=1)), reporter=Probe())
     assert seen == ["locked"]
+
+
+def test_the_loop_closes_the_testbed_also_when_a_round_fails(tmp_path, monkeypatch):
+    from testbeds.mapf_frozenlake.testbed import MAPFTestbed
+
+    closed: list[object] = []
+    monkeypatch.setattr(MAPFTestbed, "close", lambda self: closed.append(self), raising=False)
+    sets = ["trainer.name=simulated", "testbed.eval_agents=[3]", "testbed.eval_instances_per_size=2",
+            "tasks_per_round=16", "rounds=2", f"output_dir={tmp_path}"]
+    run(load_config(None, [*sets, "run_name=ok"]))
+    assert len(closed) == 1
+
+    def broken_eval(self, policy, *, seed=0):
+        raise RuntimeError("eval failed")
+
+    monkeypatch.setattr(MAPFTestbed, "evaluate", broken_eval)
+    with pytest.raises(RuntimeError, match="eval failed"):
+        run(load_config(None, [*sets, "run_name=broken"]))
+    assert len(closed) == 2

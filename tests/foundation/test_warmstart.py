@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from curriculum.config import load_config
+from curriculum.core.types import Completion
 from curriculum.loop import build_testbed
-from testbeds.base import Completion
 from trainers.models import ModelConfig, load_model
 from trainers.warmstart import sft_examples, warm_start
 

@@ -9,7 +9,8 @@ from gymnasium.utils.env_checker import check_env
 from typer.testing import CliRunner
 
 import testbeds  # noqa: F401  (registers MAPFFrozenLake-v0)
-from testbeds.base import Completion, Testbed
+from curriculum.core.types import Completion
+from testbeds.base import Testbed
 from testbeds.mapf_frozenlake.config import GeneratorConfig, uniform_config
 from testbeds.mapf_frozenlake.instance import Instance
 from testbeds.mapf_frozenlake.parse import format_plan

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from testbeds.base import Completion, Task
+from curriculum.core.types import Completion, Task
 
 
 class ScriptedPolicy:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from conftest import FIXTURES
 
-from engineers.spade.admission import (admit, final_answer, hint_leak, program_hash,
+from curriculum.core.pool import program_hash
+from engineers.spade.admission import (admit, final_answer, hint_leak,
                                        solution_actions)
 from engineers.spade.config import AdmissionConfig, RejectReason
 from engineers.spade.designer import DesignCandidate

@@ -233,3 +233,36 @@ def test_vendi_per_n_over_the_whole_run_pool(tmp_path):
     assert first["spade"]["vendi_per_n_run"] == pytest.approx(1.0) and first["spade"]["run_pool"] == 1
     assert second["spade"]["run_pool"] == 2 and second["spade"]["vendi_per_n_run"] < 0.6
     assert second["diagnostics"]["vendi_per_n_run"] == second["spade"]["vendi_per_n_run"]
+
+
+def test_play_outcomes_reach_memory_through_the_round_record_and_the_pool_is_saved(tmp_path):
+    """The trainer's ``env_outcomes`` in the last ``RoundReport`` land in the memory; the pool the
+    engineer hands on is saved for a later run's ``initial_pool: memory:<run dir>``."""
+    from curriculum.core.pool import EnvOutcome, load_pool
+    from curriculum.core.records import RoundReport
+    from curriculum.core.types import EvalReport
+    from testbeds.heldout.testbed import SpadeTestbed, SpadeTestbedConfig
+
+    policy = ScriptedPolicy([fixture("games_guess_ok.out"), fixture("bad_syntax.out")])
+    engineer = make_engineer(tmp_path)
+    try:
+        first = engineer.design(context(0, policy))
+        env_hash = first.raw["environments"][0]["hash"]
+        played = EnvOutcome(env_id=env_hash, win_rate=0.25, win_rate_hint=0.75, mean_return=0.25,
+                            mean_return_hint=0.75, regret=0.5, raw_regret=0.5)
+        unknown = played.model_copy(update={"env_id": "rg-not-in-memory"})  # e.g. a reasoning-gym starter
+        report = RoundReport(round=1, proposal={}, train_metrics={}, eval=EvalReport(score=0.0, metrics={}),
+                             env_outcomes=[played, unknown])
+        ctx = context(1, policy)
+        ctx.history = [report]
+        engineer.design(ctx)
+        entry = engineer.memory.get(env_hash)
+        assert (entry.regret, entry.win_rate_with_hint, entry.win_rate_without) == (0.5, 0.75, 0.25)
+    finally:
+        engineer.close()
+    saved = load_pool(tmp_path / "run")
+    assert [e.hash for e in saved] == [env_hash]
+    later = SpadeTestbed(SpadeTestbedConfig(initial_pool=f"memory:{tmp_path / 'run'}"))
+    assert later.initial_proposal(np.random.default_rng(0)).environments == saved
+    with pytest.raises(FileNotFoundError, match="spade_pool.jsonl"):
+        SpadeTestbed(SpadeTestbedConfig(initial_pool=f"memory:{tmp_path}")).initial_proposal(np.random.default_rng(0))

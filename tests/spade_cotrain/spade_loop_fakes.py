@@ -4,40 +4,43 @@ from __future__ import annotations
 
 from cotrain_fakes import EASY_ENV, GUESS_ENV, HINT
 
-from testbeds.base import Task
+from curriculum.core.pool import DesignSample, PoolEnvironment, design_task, env_task
+from curriculum.core.types import Task
+
+
+def design_pool(step: int) -> tuple[list[DesignSample], list[PoolEnvironment]]:
+    """Round ``step``'s designs: a regret-rich guessing game, a mastered game, a rejected design;
+    and the environments of the admitted ones."""
+    rows = [  # (id suffix, skill, env id, program, hint, completion)
+        ("0", "logic", f"guess-{step}", GUESS_ENV, HINT, "```python\nclass GuessEnv: ...\n```"),
+        ("1", "logic", f"easy-{step}", EASY_ENV, "say yes", "```python\nclass EasyEnv: ...\n```"),
+        ("2", "maths", None, None, "", "class Broken(:"),
+        ("3", "maths", f"guess2-{step}", GUESS_ENV, HINT, "```python\nclass GuessEnv: pass\n```"),
+    ]
+    designs, envs = [], []
+    for suffix, skill, env_id, program, hint, completion in rows:
+        messages = [{"role": "user", "content": f"Design a {skill} game (round {step})."}]
+        admitted = env_id is not None
+        designs.append(DesignSample(design_id=f"{step}-{suffix}", skill=skill, messages=messages,
+                                    completion=completion, admitted=admitted,
+                                    reason="ok" if admitted else "syntax_error", env_id=env_id,
+                                    penalty=None if admitted else -1.0))
+        if admitted:
+            envs.append(PoolEnvironment(hash=env_id, setting="games", skill=skill, hint=hint, program=program))
+    return designs, envs
 
 
 def design_tasks(step: int) -> list[Task]:
-    """Round ``step``'s designs: a regret-rich guessing game, a mastered game, a rejected design."""
-    designs = [
-        {"design_id": f"{step}-0", "skill": "logic", "env_id": f"guess-{step}", "admitted": True,
-         "reason": "ok", "source": GUESS_ENV, "hint": HINT, "completion": "```python\nclass GuessEnv: ...\n```"},
-        {"design_id": f"{step}-1", "skill": "logic", "env_id": f"easy-{step}", "admitted": True,
-         "reason": "ok", "source": EASY_ENV, "hint": "say yes", "completion": "```python\nclass EasyEnv: ...\n```"},
-        {"design_id": f"{step}-2", "skill": "maths", "env_id": None, "admitted": False,
-         "reason": "syntax_error", "penalty": -1.0, "completion": "class Broken(:"},
-        {"design_id": f"{step}-3", "skill": "maths", "env_id": f"guess2-{step}", "admitted": True,
-         "reason": "ok", "source": GUESS_ENV, "hint": HINT, "completion": "```python\nclass GuessEnv: pass\n```"},
-    ]
-    tasks = []
-    for d in designs:
-        messages = [{"role": "user", "content": f"Design a {d['skill']} game (round {step})."}]
-        tasks.append(Task(id=f"design-{d['design_id']}", messages=messages, data={
-            "kind": "design", "design_id": d["design_id"], "skill": d["skill"], "messages": messages,
-            "completion": d["completion"], "admitted": d["admitted"], "reason": d["reason"],
-            "env_id": d["env_id"], "penalty": d.get("penalty")}))
-        if d["admitted"]:
-            tasks.append(Task(id=f"env-{d['env_id']}", messages=[], data={
-                "kind": "env", "env_id": d["env_id"], "source": d["source"], "hint": d["hint"],
-                "skill": d["skill"], "setting": "games"}))
-    return tasks
+    """Round ``step``'s designs and environments as the trainer's tasks (designs first)."""
+    designs, envs = design_pool(step)
+    return [*map(design_task, designs), *map(env_task, envs)]
 
 
 # -- a scripted designer engineer and a scripted-agent trainer for loop-level runs ---------------
 from typing import Literal  # noqa: E402
 
-from curriculum.config import PluginConfig  # noqa: E402
-from curriculum.records import Design  # noqa: E402
+from curriculum.core.config import PluginConfig  # noqa: E402
+from curriculum.core.records import Design  # noqa: E402
 from engineers.base import DesignContext, Engineer  # noqa: E402
 from trainers.selfplay import SelfPlayTrainer  # noqa: E402
 
@@ -53,17 +56,10 @@ class ScriptedDesigner(Engineer):
 
     def design(self, ctx: DesignContext) -> Design:
         step = ctx.round + 1
-        envs = list(ctx.proposal.model_dump(mode="json")["environments"])
-        designs = []
-        for task in design_tasks(step):
-            d = task.data
-            if d["kind"] == "env":
-                envs.append({"hash": d["env_id"], "setting": "games", "skill": d["skill"], "hint": d["hint"],
-                             "program": d["source"]})
-            else:
-                designs.append({k: d[k] for k in ("design_id", "skill", "messages", "completion", "admitted",
-                                                  "reason", "env_id", "penalty")})
-        return Design(raw={"environments": envs, "designs": designs})
+        designs, new_envs = design_pool(step)
+        envs = [*ctx.proposal.environments, *new_envs]
+        return Design(raw={"environments": [e.model_dump(mode="json") for e in envs],
+                           "designs": [d.model_dump(mode="json") for d in designs]})
 
 
 class ScriptedSelfPlayTrainer(SelfPlayTrainer):

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from testbeds.base import Completion
+from curriculum.core.types import Completion
 from testbeds.heldout.tools import TOOL_TASKS, ToolSuiteEval
 from testbeds.heldout.tools import evaluate as tools_evaluate
 
@@ -98,7 +98,7 @@ def test_fixed_reasoning_gym_environments_disjoint_from_eval(tool_pool):
 
     envs = training_environments(["spell_backward"], 5)
     eval_questions = {x["question"] for x in build_items({"a": ["spell_backward"]}, 50, 20_260_000)}
-    with tool_pool.load(envs[0]["source"]) as env:
+    with tool_pool.load(envs[0].program) as env:
         first = env.reset(seed=2)
         answer = env.call("solution")
         assert first.obs.split("\n\n")[0] not in eval_questions
@@ -106,6 +106,7 @@ def test_fixed_reasoning_gym_environments_disjoint_from_eval(tool_pool):
 
 
 def test_pool_testbed_round_trip():
+    from curriculum.core.pool import pool_item
     from testbeds.heldout.testbed import SpadeProposal, SpadeTestbed, SpadeTestbedConfig
 
     tb = SpadeTestbed(SpadeTestbedConfig())
@@ -117,7 +118,9 @@ def test_pool_testbed_round_trip():
     assert len(proposal.environments) == 1 and len(changes) == 1
     tasks = tb.sample(proposal, 0, 0)
     assert [t.data["kind"] for t in tasks] == ["env", "design"]
-    assert tasks[0].data["source"] == "class AEnv: pass" and tasks[1].data["design_id"] == "r1-c0"
+    env, design = map(pool_item, tasks)
+    assert env == proposal.environments[0] and env.program == "class AEnv: pass"
+    assert design.design_id == "r1-c0" and design == proposal.designs[0]
 
 
 def test_pool_testbed_keeps_previous_on_unusable_raw():

@@ -79,3 +79,9 @@ def test_scripted_run_resumes_after_sigkill(tiny_model_dir, tmp_path):
     assert steps[2]["spade/designer_rows"] == 4 and steps[2]["spade/agent_rows"] > 0
     assert steps[3]["spade/win_rate_hint"] == 1.0
     assert b == a
+    # play results reach the engineer through the round record (and survive the resume)
+    from curriculum.rundir import RunDir
+
+    straight_rounds, resumed_rounds = RunDir.open(tmp_path / "runs" / "straight").history(), RunDir.open(run_dir).history()
+    assert {o.env_id for o in straight_rounds[1].env_outcomes} >= {"guess-1", "easy-1"}
+    assert [r.env_outcomes for r in resumed_rounds] == [r.env_outcomes for r in straight_rounds]

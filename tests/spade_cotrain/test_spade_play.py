@@ -3,14 +3,18 @@
 import pytest
 from cotrain_fakes import EASY_ENV, GUESS_ENV, HINT, ScriptedTurnModel
 
-from engineers.spade import rewards as R
-from engineers.spade.play import PlayConfig, PlayEnv, action_from_text, extract_boxed, play, summarise
+from trainers.spade import rewards as R
+from curriculum.core.pool import PoolEnvironment
+from testbeds.synthetic.games import extract_boxed
+from trainers.spade.play import PlayConfig, action_from_text, play, summarise
 
 
 def test_extract_boxed():
     assert extract_boxed("so \\boxed{4} or \\boxed{ {a, b} }") == "{a, b}"
     assert extract_boxed("no answer") is None
     assert extract_boxed("\\boxed{unclosed") is None
+    assert extract_boxed("spaced \\boxed {5}") == "5"  # LaTeX allows the space
+    assert extract_boxed("\\boxed{4} then cut off \\boxed{5") == "4"  # last complete box
     cfg = PlayConfig(games_action="boxed")
     assert action_from_text("I say \\boxed{7}", "games", cfg) == "7"
     assert action_from_text("I say \\boxed{7}", "games", PlayConfig()) == "I say \\boxed{7}"
@@ -18,7 +22,8 @@ def test_extract_boxed():
 
 
 def test_play_hint_regret_and_masks(sandbox_pool):
-    envs = [PlayEnv("guess", GUESS_ENV, hint=HINT, skill="logic"), PlayEnv("easy", EASY_ENV, hint="say yes")]
+    envs = [PoolEnvironment(hash="guess", program=GUESS_ENV, hint=HINT, skill="logic"),
+            PoolEnvironment(hash="easy", program=EASY_ENV, hint="say yes")]
     cfg = PlayConfig(episodes_per_condition=3, max_turns=3)
     episodes = play(sandbox_pool, envs, ScriptedTurnModel(), cfg, seed=5)
     assert len(episodes) == 2 * 2 * 3
@@ -44,7 +49,7 @@ def test_play_hint_regret_and_masks(sandbox_pool):
 
 
 def test_broken_env_ends_with_failure(sandbox_pool):
-    broken = PlayEnv("bad", "class BadEnv:\n    def reset(self, seed=None):\n        raise ValueError('x')\n")
+    broken = PoolEnvironment(hash="bad", program="class BadEnv:\n    def reset(self, seed=None):\n        raise ValueError('x')\n")
     episodes = play(sandbox_pool, [broken], ScriptedTurnModel(), PlayConfig(episodes_per_condition=1), seed=0)
     assert all(e.end.startswith("env_failure:") and e.completion_ids == [] for e in episodes)
 
@@ -53,7 +58,7 @@ def test_transformers_turn_model_logprobs_match_a_forward_pass(tiny_model_dir):
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from engineers.spade.play import TransformersTurnModel
+    from trainers.spade.play import TransformersTurnModel
 
     tok = AutoTokenizer.from_pretrained(tiny_model_dir)
     model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)

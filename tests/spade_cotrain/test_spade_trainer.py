@@ -9,8 +9,8 @@ from cotrain_fakes import ScriptedTurnModel
 from spade_loop_fakes import design_tasks
 
 from curriculum.config import validate_config
-from engineers.spade import rewards as R
-from engineers.spade.play import episode_seeds
+from trainers.spade import rewards as R
+from trainers.spade.play import episode_seeds
 
 G = 4
 DELAY = 2
@@ -73,10 +73,11 @@ def test_four_steps(run_config):
             # regret from actual plays: the hint reveals the target, so hinted episodes all win
             wins = _expected_guess_wins(seed, 0)
             guess = stats[f"guess-{step}"]
-            assert guess["win_rate_hint"] == 1.0
-            assert guess["win_rate"] == pytest.approx(np.mean(wins))
-            assert guess["regret"] == pytest.approx(1.0 - np.mean(wins))
-            assert stats[f"easy-{step}"]["win_rate"] == 1.0 and stats[f"easy-{step}"]["regret"] == 0.0
+            assert guess.win_rate_hint == 1.0
+            assert guess.win_rate == pytest.approx(np.mean(wins))
+            assert guess.regret == pytest.approx(1.0 - np.mean(wins))
+            assert stats[f"easy-{step}"].win_rate == 1.0 and stats[f"easy-{step}"].regret == 0.0
+            assert trainer.env_outcomes() == list(stats.values())
             # this step's designs are scored: uncentred rewards, then centred per skill
             p1 = float(np.mean(wins))
             guess_reward = R.blend(R.regret_term(1.0 - p1), R.anchor(p1))
@@ -140,7 +141,7 @@ def test_is_weights_bite_after_updates(run_config):
 
 def test_designer_signal_regret_and_penalties(run_config):
     """regret + anchor by default, centred per skill with the rejected designs' penalties."""
-    from engineers.spade.buffer import DesignerSample
+    from trainers.spade.buffer import DesignerSample
     from trainers.selfplay import SelfPlayTrainer
 
     def sample(i, admitted, skill):
@@ -230,10 +231,11 @@ def test_learning_potential_needs_a_delay(run_config):
 
 
 def _untrainable(tasks):
-    from testbeds.base import Task
+    from curriculum.core.types import Task
 
-    return [Task(id=t.id, messages=t.messages, data={**t.data, "trainable": False}) if t.data["kind"] == "design"
-            else t for t in tasks]
+    return [Task(id=t.id, messages=t.messages,
+                 data={**t.data, "design": {**t.data["design"], "trainable": False}})
+            if t.data["kind"] == "design" else t for t in tasks]
 
 
 @pytest.mark.parametrize("how", ["frozen_designs", "train_designer_false"])
@@ -281,14 +283,13 @@ def test_frozen_pool_retires_mastered_for_good(run_config):
     and are not re-admitted; only ``envs_per_step`` are played per step."""
     from cotrain_fakes import EASY_ENV, GUESS_ENV, HINT
 
-    from testbeds.base import Task
+    from curriculum.core.pool import PoolEnvironment, env_task
     from trainers.selfplay import SelfPlayTrainer
 
-    def env_task(env_id, source, hint):
-        return Task(id=env_id, messages=[], data={"kind": "env", "env_id": env_id, "source": source, "hint": hint,
-                                                  "skill": "s", "setting": "games"})
+    def task(env_id, program, hint):
+        return env_task(PoolEnvironment(hash=env_id, program=program, hint=hint, skill="s"))
 
-    pool = [env_task("easy", EASY_ENV, "say yes")] + [env_task(f"guess{i}", GUESS_ENV, HINT) for i in range(3)]
+    pool = [task("easy", EASY_ENV, "say yes")] + [task(f"guess{i}", GUESS_ENV, HINT) for i in range(3)]
     trainer = SelfPlayTrainer(run_config, testbed=None)
     trainer.setup(None)
     trainer.turn_model = ScriptedTurnModel()

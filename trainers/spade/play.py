@@ -34,7 +34,6 @@ ends the episode with ``env_failure:<kind>`` and the return collected so far.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -42,6 +41,9 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
+
+from curriculum.core.pool import PoolEnvironment
+from testbeds.synthetic.games import extract_boxed
 
 GAMES_INSTRUCTION = (
     "You are playing a text environment. Read the observation, think briefly, and give your move "
@@ -79,18 +81,6 @@ class PlayConfig(BaseModel):
     """Game action sent to ``step``: the agent's whole turn (``raw``; the designer contract has
     games read the last ``\\boxed{}`` themselves, as admission sends ``\\boxed{answer}``), or only the
     last ``\\boxed{}`` content (``boxed``; the whole text when there is none)."""
-
-
-@dataclass(frozen=True)
-class PlayEnv:
-    """An admitted environment program to play."""
-
-    env_id: str
-    source: str
-    hint: str = ""
-    setting: Literal["games", "tools"] = "games"
-    class_name: str | None = None
-    skill: str = ""
 
 
 @dataclass
@@ -155,24 +145,6 @@ class Episode:
                 "won": self.won, "turns": len(self.actions), "end": self.end}
 
 
-_BOXED = re.compile(r"\\boxed\s*\{")
-
-
-def extract_boxed(text: str) -> str | None:
-    """Content of the last ``\\boxed{...}`` (balanced braces), or ``None``."""
-    matches = list(_BOXED.finditer(text))
-    for match in reversed(matches):
-        depth, start = 1, match.end()
-        for pos in range(start, len(text)):
-            if text[pos] == "{":
-                depth += 1
-            elif text[pos] == "}":
-                depth -= 1
-                if depth == 0:
-                    return text[start:pos].strip()
-    return None
-
-
 def action_from_text(text: str, setting: str, config: PlayConfig) -> str:
     """The ``step`` argument for one agent turn (see the module docstring)."""
     if setting == "games" and config.games_action == "boxed":
@@ -181,7 +153,7 @@ def action_from_text(text: str, setting: str, config: PlayConfig) -> str:
     return text.strip()
 
 
-def first_messages(env: PlayEnv, obs: str, info: dict[str, Any], hinted: bool,
+def first_messages(env: PoolEnvironment, obs: str, info: dict[str, Any], hinted: bool,
                    config: PlayConfig) -> list[dict[str, str]]:
     """System instruction and first observation (with the hint when ``hinted``)."""
     if env.setting == "tools":
@@ -205,9 +177,9 @@ def episode_seeds(seed: int, env_index: int, count: int) -> list[int]:
     return [int(s) for s in rng.integers(0, 2**31 - 1, size=count)]
 
 
-def _replay(pool: Any, env: PlayEnv, seed: int, actions: list[Any]) -> tuple[Any, list[Any]]:
+def _replay(pool: Any, env: PoolEnvironment, seed: int, actions: list[Any]) -> tuple[Any, list[Any]]:
     """Fresh instance: reset(seed), then every action; returns (reset result, step results)."""
-    with pool.load(env.source, env.class_name) as handle:
+    with pool.load(env.program, env.class_name) as handle:
         first = handle.reset(seed=seed)
         steps = [handle.step(a) for a in actions]
     return first, steps
@@ -220,19 +192,19 @@ def _won(step: Any) -> bool:
     return bool(step.terminated and step.reward > 0)
 
 
-def play(pool: Any, envs: Sequence[PlayEnv], model: TurnModel, config: PlayConfig, *,
+def play(pool: Any, envs: Sequence[PoolEnvironment], model: TurnModel, config: PlayConfig, *,
          seed: int, threads: int | None = None) -> list[Episode]:
     """Play G unhinted and G hinted episodes per environment; episodes in env order, unhinted first."""
     from testbeds.sandbox import SandboxFailure
 
     G = config.episodes_per_condition
     episodes: list[Episode] = []
-    owners: list[PlayEnv] = []
+    owners: list[PoolEnvironment] = []
     for index, env in enumerate(envs):
         seeds = episode_seeds(seed, index, G)
         for hinted in (False, True):
             for s in seeds:
-                episodes.append(Episode(env_id=env.env_id, hinted=hinted, seed=s))
+                episodes.append(Episode(env_id=env.hash, hinted=hinted, seed=s))
                 owners.append(env)
     workers = threads or getattr(getattr(pool, "config", None), "workers", 1) or 1
 
@@ -307,14 +279,14 @@ def play(pool: Any, envs: Sequence[PlayEnv], model: TurnModel, config: PlayConfi
     return episodes
 
 
-def summarise(envs: Sequence[PlayEnv], episodes: Sequence[Episode]) -> dict[str, dict[str, Any]]:
+def summarise(envs: Sequence[PoolEnvironment], episodes: Sequence[Episode]) -> dict[str, dict[str, Any]]:
     """Per environment: returns and win rates with and without the hint."""
     out: dict[str, dict[str, Any]] = {}
     for env in envs:
-        mine = [e for e in episodes if e.env_id == env.env_id]
+        mine = [e for e in episodes if e.env_id == env.hash]
         plain = [e for e in mine if not e.hinted]
         hinted = [e for e in mine if e.hinted]
-        out[env.env_id] = {
+        out[env.hash] = {
             "returns": [e.ret for e in plain], "returns_hint": [e.ret for e in hinted],
             "win_rate": float(np.mean([e.won for e in plain])) if plain else 0.0,
             "win_rate_hint": float(np.mean([e.won for e in hinted])) if hinted else 0.0,

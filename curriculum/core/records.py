@@ -10,7 +10,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from testbeds.base import Change, EvalReport
+from curriculum.core.pool import EnvOutcome
+from curriculum.core.types import Change, EvalReport
 
 
 class Design(BaseModel):
@@ -58,5 +59,8 @@ class RoundReport(BaseModel):
     """Aggregated training metrics (mean reward, loss, steps, seconds...)."""
     eval: EvalReport
     """Evaluation of the policy after this round's training."""
+    env_outcomes: list[EnvOutcome] = Field(default_factory=list)
+    """What the trainer measured per environment it played this round (SPADE's regret and win
+    rates), from ``Trainer.env_outcomes()``; empty for trainers that play no environments."""
     design: DesignRecord | None = None
     """The engineer's design for the next round (``None`` after the last round)."""

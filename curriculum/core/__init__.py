@@ -1,0 +1,21 @@
+"""The kernel: the vocabulary every layer of curriculum imports, and nothing else.
+
+Layers, bottom to top (``tests/foundation/test_layering.py`` checks them with import-linter
+contracts declared in ``pyproject.toml``):
+
+1. ``curriculum.core`` (this package) — imports nothing of ours;
+2. ``testbeds`` (kernel only), ``engineers`` and ``trainers`` (kernel and testbeds; neither
+   imports the other);
+3. the controller — every other module of ``curriculum`` (config, registry, loop, run dir, CLI,
+   compare, report); nothing below imports it.
+
+Modules:
+
+* ``config`` — ``StrictModel`` and ``PluginConfig``, the base of every config section;
+* ``types`` — ``Task``, ``Completion``, ``Policy``, ``Change``, ``EvalReport``;
+* ``records`` — ``Design``, ``DesignRecord``, ``RoundReport`` (what engineers read);
+* ``pool`` — the one schema of SPADE's environment pool: ``PoolEnvironment``, ``DesignSample``,
+  ``EnvOutcome``, their task encoding, ``program_hash`` and the pool file;
+* ``distributed`` — who decides and writes under ``accelerate launch``;
+* ``paths`` — on-disk cache locations.
+"""

@@ -1,0 +1,79 @@
+"""The data that crosses every layer: tasks, completions, policies, eval reports, proposal edits.
+
+A testbed turns a proposal into ``Task``s and scores ``Completion``s; a ``Policy`` answers tasks;
+``EvalReport`` is what evaluation returns and engineers read; ``Change`` is one edit a testbed's
+``project`` made to an engineer's raw proposal. All are plain JSON, so run directories stay
+readable and resumable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Task(BaseModel):
+    """One prompt the policy answers, with everything needed to score the answer."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str
+    """Stable identifier, unique within a round or eval suite."""
+    messages: list[dict[str, str]]
+    """The chat prompt (``[{"role": ..., "content": ...}, ...]``)."""
+    data: dict[str, Any] = Field(default_factory=dict)
+    """Testbed-specific payload used for scoring (e.g. the MAPF instance and its optimal plan)."""
+    features: dict[str, Any] = Field(default_factory=dict)
+    """Descriptive features used in reports and by simulated learners (size, agents, ...)."""
+
+
+class Completion(BaseModel):
+    """A policy's answer to one task."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    text: str
+    """The decoded completion."""
+    num_tokens: int
+    """Number of completion tokens under the policy's tokenizer."""
+
+
+class Policy(Protocol):
+    """Anything that answers tasks: a language model, or a simulated learner."""
+
+    def generate(self, tasks: Sequence[Task], *, max_new_tokens: int | None = None,
+                 temperature: float | None = None, seed: int = 0) -> list[Completion]:
+        """One completion per task, in order."""
+        ...
+
+
+class Change(BaseModel):
+    """One edit ``project`` made to an engineer's raw proposal."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: str
+    """Dotted location of the value, e.g. ``sizes.5.hole_ratio``."""
+    proposed: Any
+    """What the engineer proposed (``None`` when it was missing)."""
+    applied: Any
+    """What was applied instead."""
+    reason: str
+    """Why: clipped into bounds, renormalised, filled from previous config, unparsable..."""
+
+
+class EvalReport(BaseModel):
+    """The result of evaluating a policy on a testbed's eval suites."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    score: float
+    """The single scalar engineers and benchmarks optimise (testbed-defined; higher is better)."""
+    metrics: dict[str, float]
+    """Flat aggregate metrics, e.g. ``{"valid_rate/3": 0.4, "optimal_rate/3": 0.3}``."""
+    breakdown: dict[str, Any] = Field(default_factory=dict)
+    """Structured failure breakdown (per suite, per size) that engineers read."""
+    samples: list[dict[str, Any]] = Field(default_factory=list)
+    """A few (prompt, response, verdict) examples for inspection."""

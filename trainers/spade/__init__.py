@@ -1,0 +1,8 @@
+"""SPADE's rollout side, next to the ``selfplay`` trainer that runs it (SPEC §2.1–2.2).
+
+Modules: ``play`` (multi-turn agent episodes in admitted environments, in the sandbox),
+``rewards`` (regret, anchor, blend, per-skill centring, per-role advantages, truncated importance
+weights, EMA learning potential: pure functions), ``buffer`` (the delayed designer buffer).
+The designer side (prompts, admission, corpus, memory) is the ``spade`` engineer's
+(``engineers.spade``); the two share only the kernel's pool types (``curriculum.core.pool``).
+"""
