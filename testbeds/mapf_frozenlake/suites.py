@@ -37,6 +37,11 @@ SUITE_VERSION = 2
 """Bump when the generator's output for given parameters changes (invalidates caches)."""
 
 
+def suites_dir() -> Path:
+    """Where built eval suites are cached: ``cache_dir()/mapf_suites``."""
+    return cache_dir("mapf_suites")
+
+
 def suite_key(agents: int, per_size: int, seed: int, hole_ratio: float,
               sizes: tuple[str, ...] | list[str] = SIZES) -> str:
     params = {"agents": agents, "per_size": per_size, "seed": seed, "hole_ratio": hole_ratio,
@@ -53,7 +58,7 @@ def build_suite(agents: int, per_size: int, seed: int, hole_ratio: float = 0.2, 
     or not other sizes are included (per-size draws are seeded by size)."""
     sizes = [s for s in SIZES if s in sizes]
     key = suite_key(agents, per_size, seed, hole_ratio, sizes)
-    path = cache_dir("mapf_suites") / f"{agents}agents-{per_size}x{len(sizes)}-seed{seed}-{key}.jsonl"
+    path = suites_dir() / f"{agents}agents-{per_size}x{len(sizes)}-seed{seed}-{key}.jsonl"
     if use_cache and path.exists():
         try:
             insts = [Instance.from_json(line) for line in path.read_text().splitlines() if line]

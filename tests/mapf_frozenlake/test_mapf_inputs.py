@@ -88,11 +88,11 @@ def test_gym_env_plays_a_given_instance_and_refuses_invalid_ones():
 
 
 def test_testbed_regenerates_a_suite_cache_holding_an_invalid_instance(tmp_path, monkeypatch):
-    from testbeds.mapf_frozenlake.suites import build_suite, cache_dir
+    from testbeds.mapf_frozenlake.suites import build_suite, suites_dir
 
     monkeypatch.setenv("CURRICULUM_CACHE", str(tmp_path))
     good = build_suite(2, 1, seed=3)
-    path = next(cache_dir().glob("*.jsonl"))
+    path = next(suites_dir().glob("*.jsonl"))
     lines = path.read_text().splitlines()
     bad = json.loads(lines[0])
     bad["starts"] = [bad["starts"][0], bad["starts"][0]]
