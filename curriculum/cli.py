@@ -18,7 +18,7 @@ from rich.console import Console  # noqa: E402
 from rich.markup import escape  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from curriculum.config import ConfigError, RunConfig, load_config, read_config_file  # noqa: E402
+from curriculum.config import ConfigError  # noqa: E402
 from curriculum.registry import ENGINEERS, TESTBEDS, TRAINERS  # noqa: E402
 
 # transformers 5 renames gradient checkpointing and warns on every TRL step; not the user's concern.
@@ -39,29 +39,6 @@ def _fail(message: str, code: int = 2) -> None:
     fail(message, code)
 
 
-def resolve_run_config(config: Optional[Path], overrides: list[str], *, engineer: Optional[str] = None,
-                       testbed: Optional[str] = None, trainer: Optional[str] = None,
-                       rounds: Optional[int] = None, seed: Optional[int] = None,
-                       output_dir: Optional[Path] = None, run_name: Optional[str] = None,
-                       base: Optional[dict] = None) -> RunConfig:
-    """Config file + shortcut flags + ``--set`` overrides → a validated RunConfig."""
-    sets: list[str] = []
-    for key, value in (("engineer.name", engineer), ("testbed.name", testbed), ("trainer.name", trainer),
-                       ("rounds", rounds), ("seed", seed), ("output_dir", output_dir), ("run_name", run_name)):
-        if value is not None:
-            sets.append(f"{key}={value}")
-    data = dict(base or {})
-    if config is not None:
-        data.update(read_config_file(config))
-    # A shortcut that switches plugin drops the other plugin's options from the file.
-    for section, name in (("engineer", engineer), ("testbed", testbed), ("trainer", trainer)):
-        current = data.get(section)
-        current_name = current.get("name") if isinstance(current, dict) else current
-        if name is not None and current_name != name:
-            data[section] = {"name": name}
-    return load_config(None, sets + list(overrides), base=data)
-
-
 @app.command(epilog="Example: curriculum run --engineer random --testbed mapf_frozenlake "
                     "--config configs/mapf_cpu_demo.yaml --set trainer.learning_rate=1e-6")
 def run(
@@ -80,11 +57,15 @@ def run(
         help="With --dry-run: the accelerate config to plan for (processes, ZeRO/FSDP).")] = None,
     gpu: Annotated[str, typer.Option(
         help="With --dry-run: the GPU model to fit (h100-80gb, h200-141gb, a100-80gb, a100-40gb).")] = "h100-80gb",
+    machine: Annotated[str, typer.Option(
+        help="Without --config: size the preset for a cpu or gpu machine (auto: detect).")] = "auto",
 ) -> None:
-    """Run a curriculum: rounds of train → eval → design."""
+    """Run a curriculum: rounds of train → eval → design. Without --config the preset for the
+    engineer, testbed and trainer on this machine is chosen, and printed with the reason."""
     from curriculum.console import RichReporter
     from curriculum.loop import run as run_loop
     from curriculum.plan import describe_plan
+    from curriculum.presets import detect_machine, resolve_run
 
     try:
         base = None
@@ -92,10 +73,14 @@ def run(
             from curriculum.rundir import RunDir
 
             base = RunDir.open(resume).saved_config().model_dump(mode="json")
-        cfg = resolve_run_config(config, set_, engineer=engineer, testbed=testbed, trainer=trainer,
-                                 rounds=rounds, seed=seed, output_dir=output_dir, run_name=run_name, base=base)
+        cfg, choice = resolve_run(config, set_, engineer=engineer, testbed=testbed, trainer=trainer,
+                                  machine=machine, base=base, rounds=rounds, seed=seed, output_dir=output_dir,
+                                  run_name=run_name)
+        if choice is not None:
+            console.print(choice.explain(), markup=False, highlight=False)
         if dry_run:
-            console.print(describe_plan(cfg, accelerate_config, gpu), markup=False, highlight=False)
+            found = choice.machine if choice is not None else detect_machine(machine)
+            console.print(describe_plan(cfg, accelerate_config, gpu, found), markup=False, highlight=False)
             return
         result = run_loop(cfg, resume=resume, reporter=RichReporter(console))
     except ConfigError as err:

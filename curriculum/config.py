@@ -22,30 +22,64 @@ from pydantic import (
     SerializeAsAny,
     ValidationError,
     field_validator,
+    model_validator,
 )
 
 from curriculum.core.config import StrictModel
-from curriculum.registry import ENGINEERS, TESTBEDS, TRAINERS, Registry, UnknownName
+from curriculum.registry import ENGINEERS, TESTBEDS, TRAINERS, MisfitError, Registry, UnknownName, resolve_names
 from trainers.generation import GenerationConfig
 from trainers.models import ModelConfig
 
 
-def _plugin_section(registry: Registry, value: Any, default: str) -> BaseModel:
+class ConfigError(ValueError):
+    """A config that cannot be used; the message is meant for the user as is."""
+
+
+_SECTIONS: dict[str, Registry] = {"engineer": ENGINEERS, "testbed": TESTBEDS, "trainer": TRAINERS}
+
+
+def section_name(value: Any) -> str | None:
+    """The plugin name a config section (mapping, bare name or model) selects, if any."""
+    if isinstance(value, BaseModel):
+        return str(getattr(value, "name", None))
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict) and value.get("name") is not None:
+        return str(value["name"])
+    return None
+
+
+def resolve_plugins(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` with every plugin section named: missing names filled with what fits
+    (``registry.resolve_names``: ``--engineer spade`` → ``spade_pool`` + ``selfplay``), and the
+    combination checked; ConfigError naming both sides and what would fit. Imports no plugin."""
+    names = {section: section_name(data.get(section)) for section in _SECTIONS}
+    try:
+        resolved = resolve_names(names["engineer"], names["testbed"], names["trainer"])
+    except (MisfitError, UnknownName) as err:
+        raise ConfigError(str(err)) from None
+    out = dict(data)
+    for section, name in zip(_SECTIONS, resolved, strict=True):
+        value = out.get(section)
+        if value is None or isinstance(value, str):
+            out[section] = {"name": name}
+        elif isinstance(value, dict) and value.get("name") is None:
+            out[section] = {**value, "name": name}
+    return out
+
+
+def _plugin_section(registry: Registry, value: Any) -> BaseModel:
     """Validate a plugin section against the config class its ``name`` registered."""
     if isinstance(value, BaseModel):
         value = value.model_dump()
     if isinstance(value, str):
         value = {"name": value}
-    if isinstance(value, dict) and "name" not in value:
-        value = {"name": default, **value}
-    if not isinstance(value, dict):
+    if not isinstance(value, dict) or "name" not in value:
         raise ValueError(f"must be a mapping with a 'name' key (one of: {', '.join(registry.names())})")
     try:
         config_cls = registry.get(value["name"]).load_config()
     except UnknownName as err:
         raise ValueError(str(err)) from None
-    if "name" not in config_cls.model_fields:
-        raise TypeError(f"{config_cls.__qualname__} (config of {registry.kind} {value['name']!r}) needs a 'name' field")
     return config_cls.model_validate(value)
 
 
@@ -80,20 +114,26 @@ class RunConfig(StrictModel):
     run_name: str | None = None
     """Run directory name (default: ``<engineer>-<testbed>-seed<seed>-<timestamp>``)."""
 
+    @model_validator(mode="before")
+    @classmethod
+    def _plugins(cls, data: Any) -> Any:
+        """Name every plugin section with what fits and refuse a misfit (``resolve_plugins``)."""
+        return resolve_plugins(data) if isinstance(data, dict) else data
+
     @field_validator("trainer", mode="before")
     @classmethod
     def _trainer(cls, value: Any) -> BaseModel:
-        return _plugin_section(TRAINERS, value, _PLUGIN_DEFAULTS["trainer"])
+        return _plugin_section(TRAINERS, value)
 
     @field_validator("testbed", mode="before")
     @classmethod
     def _testbed(cls, value: Any) -> BaseModel:
-        return _plugin_section(TESTBEDS, value, _PLUGIN_DEFAULTS["testbed"])
+        return _plugin_section(TESTBEDS, value)
 
     @field_validator("engineer", mode="before")
     @classmethod
     def _engineer(cls, value: Any) -> BaseModel:
-        return _plugin_section(ENGINEERS, value, _PLUGIN_DEFAULTS["engineer"])
+        return _plugin_section(ENGINEERS, value)
 
     @field_validator("run_name")
     @classmethod
@@ -106,10 +146,6 @@ class RunConfig(StrictModel):
         """Short hash of the resolved config, for cache keys and resume checks."""
         blob = json.dumps(self.model_dump(mode="json"), sort_keys=True).encode()
         return hashlib.sha256(blob).hexdigest()[:12]
-
-
-class ConfigError(ValueError):
-    """A config that cannot be used; the message is meant for the user as is."""
 
 
 # -- loading ---------------------------------------------------------------------------------------
@@ -181,6 +217,7 @@ def load_config(path: str | Path | None = None, overrides: list[str] | None = No
 
 
 def validate_config(data: dict[str, Any], source: str = "config") -> RunConfig:
+    data = resolve_plugins(data)  # a misfit is refused here, before any plugin module is imported
     try:
         return RunConfig.model_validate(data)
     except ValidationError as err:
@@ -217,7 +254,7 @@ def _valid_keys(loc: list[str], data: dict[str, Any]) -> list[str]:
             return []
         node = node.get(part) if isinstance(node, dict) else None
         if i == 0 and part in _PLUGIN_REGISTRIES:
-            name = node.get("name", _PLUGIN_DEFAULTS[part]) if isinstance(node, dict) else node
+            name = node.get("name") if isinstance(node, dict) else node
             try:
                 model = _PLUGIN_REGISTRIES[part].get(str(name)).load_config()
             except UnknownName:
@@ -228,8 +265,7 @@ def _valid_keys(loc: list[str], data: dict[str, Any]) -> list[str]:
     return list(model.model_fields) if model is not None else []
 
 
-_PLUGIN_REGISTRIES = {"trainer": TRAINERS, "testbed": TESTBEDS, "engineer": ENGINEERS}
-_PLUGIN_DEFAULTS = {"trainer": "grpo", "testbed": "mapf_frozenlake", "engineer": "random"}
+_PLUGIN_REGISTRIES = _SECTIONS
 
 
 def _model_in(annotation: Any) -> type[BaseModel] | None:

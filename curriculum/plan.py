@@ -49,6 +49,9 @@ from pathlib import Path
 from typing import Any
 
 from curriculum.config import ConfigError, RunConfig, dump_config, read_config_file
+from curriculum.presets import Machine, detect_machine
+from curriculum.walltime import (CPU_GEN_UTILISATION, CPU_TRAIN_UTILISATION, Estimate, estimate, measure_cpu_flops,
+                                 round_budget)
 from trainers.models import EMBEDDED
 
 GIB = 1024**3
@@ -367,8 +370,10 @@ def suggest(config: RunConfig, shape: ModelShape, gpu: GPU, longest: int) -> str
 
 
 # -- the printed plan ------------------------------------------------------------------------------------
-def describe_plan(config: RunConfig, accelerate_config: Path | None = None, gpu: str = DEFAULT_GPU) -> str:
-    """The resolved config followed by the per-round budget, memory and (SPADE) step time it implies."""
+def describe_plan(config: RunConfig, accelerate_config: Path | None = None, gpu: str = DEFAULT_GPU,
+                  machine: Machine | None = None) -> str:
+    """The resolved config followed by the per-round budget, memory, (SPADE) step time and the wall
+    time it implies on ``machine`` (default: this one, detected)."""
     if gpu not in GPUS:
         raise ConfigError(f"unknown --gpu {gpu!r}; known: {', '.join(GPUS)}")
     strategy = read_strategy(accelerate_config)
@@ -385,7 +390,27 @@ def describe_plan(config: RunConfig, accelerate_config: Path | None = None, gpu:
         lines += _spade_lines(config, strategy, GPUS[gpu])
     elif hasattr(trainer, "prompts_per_step"):
         lines += _grpo_lines(config, strategy, GPUS[gpu])
+    lines.append(wall_time(config, strategy, GPUS[gpu], machine or detect_machine()).line())
     return "\n".join(lines)
+
+
+def wall_time(config: RunConfig, strategy: Strategy, gpu: GPU, machine: Machine) -> Estimate:
+    """``curriculum.walltime.estimate`` for this config on ``machine``."""
+    from curriculum.registry import ENGINEERS, TESTBEDS
+
+    testbed = TESTBEDS.get(config.testbed.name).load()
+    engineer = ENGINEERS.get(config.engineer.name).load()
+    budget = round_budget(config, *testbed.eval_budget(config.testbed, config.generation.max_new_tokens),
+                          design=engineer.design_budget(config.engineer, config.generation.engineer_max_new_tokens))
+    shape = model_shape(config.model.name_or_path)
+    params = shape.active_params if shape else parameter_count(config.model.name_or_path)
+    if not (hasattr(config.trainer, "prompts_per_step") or hasattr(config.trainer, "play")):
+        params = None  # no model is trained (the simulated learner)
+    if machine.kind == "gpu":
+        return estimate(config, budget, params, flops=max(strategy.processes, 1) * gpu.bf16_tflops * 1e12, gpu=True,
+                        gen_utilisation=GEN_UTILISATION, train_utilisation=TRAIN_UTILISATION)
+    return estimate(config, budget, params, flops=measure_cpu_flops(), gpu=False,
+                    gen_utilisation=CPU_GEN_UTILISATION, train_utilisation=CPU_TRAIN_UTILISATION)
 
 
 def _is_selfplay(trainer: Any) -> bool:

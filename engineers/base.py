@@ -11,7 +11,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 from pydantic import BaseModel
@@ -46,18 +46,26 @@ class DesignContext:
 
 
 class Engineer(ABC):
-    """Base class. Subclasses set ``name`` and implement ``design``."""
-
-    name: ClassVar[str]
-    """Registry name."""
+    """Base class. Subclasses implement ``design`` (the registry names them)."""
 
     def __init__(self, config: BaseModel, *, run_dir: str | None = None) -> None:
         self.config = config
         self.run_dir = run_dir
 
+    @property
+    def name(self) -> str:
+        """Registry name: the config section's ``name`` (the registry checks it; write it nowhere else)."""
+        return self.config.name
+
     @abstractmethod
     def design(self, ctx: DesignContext) -> Design:
         """Propose the next round's raw proposal."""
+
+    @classmethod
+    def design_budget(cls, config: BaseModel, engineer_max_new_tokens: int) -> tuple[int, int, int]:
+        """(model calls, prompt tokens, new tokens each) of one ``design``, from the config alone
+        (``--dry-run``'s time estimate); engineers that ask no model return (0, 0, 0)."""
+        return 0, 0, 0
 
     # -- hooks (do nothing by default) ----------------------------------------------------------
     def on_run_start(self, testbed: Testbed, initial_proposal: BaseModel) -> None:

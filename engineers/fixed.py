@@ -31,7 +31,5 @@ class FixedEngineerConfig(PluginConfig):
 class FixedEngineer(Engineer):
     """Returns the current proposal unchanged, so every round trains on the round-0 proposal."""
 
-    name = "fixed"
-
     def design(self, ctx: DesignContext) -> Design:
         return Design(raw=ctx.proposal.model_dump(mode="json"))

@@ -113,8 +113,6 @@ def frontier_proposal(proposal: dict[str, Any], rates: dict[str, float],
 class FrontierEngineer(Engineer):
     """Moves budget to the competence frontier (see the module docstring)."""
 
-    name = "frontier"
-
     def design(self, ctx: DesignContext) -> Design:
         rates = valid_rate_by_size(ctx.history[-1].eval.metrics)
         raw, rule = frontier_proposal(ctx.proposal.model_dump(mode="json"), rates, self.config)

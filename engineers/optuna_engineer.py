@@ -235,8 +235,6 @@ def sqlite_storage(path: Path) -> Any:
 class OptunaEngineer(Engineer):
     """Each round is one trial: tell the last round's value, ask the next config."""
 
-    name = "optuna"
-
     def __init__(self, config: OptunaEngineerConfig, *, run_dir: str | None = None) -> None:
         super().__init__(config, run_dir=run_dir)
         self._space: SearchSpace | None = None

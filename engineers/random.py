@@ -25,7 +25,5 @@ class RandomEngineerConfig(PluginConfig):
 class RandomEngineer(Engineer):
     """Samples ``testbed.random_proposal`` with the controller's per-round RNG."""
 
-    name = "random"
-
     def design(self, ctx: DesignContext) -> Design:
         return Design(raw=ctx.testbed.random_proposal(ctx.rng).model_dump(mode="json"))

@@ -21,19 +21,26 @@ from typing import Any, ClassVar
 import numpy as np
 from pydantic import BaseModel
 
+from curriculum.core.spaces import ProposalSpace
 from curriculum.core.types import Change, Completion, EvalReport, Policy, Task
 
 
 class Testbed(ABC):
     """Base class for testbeds. Subclasses set ``proposal_model`` and implement the methods."""
 
-    name: ClassVar[str]
-    """Registry name."""
     proposal_model: ClassVar[type[BaseModel]]
     """The pydantic model engineers edit."""
+    proposal_space: ClassVar[ProposalSpace]
+    """How engineers read and write that model (``curriculum.core.spaces``); its kind must be the
+    one the registry entry declares (``offers``)."""
     samples_exactly_n: ClassVar[bool] = True
     """``sample(proposal, n, ...)`` returns exactly ``n`` tasks. Pool testbeds (SPADE) return one
     task per pool entry instead and set this to ``False``."""
+
+    @property
+    def name(self) -> str:
+        """Registry name: the config section's ``name`` (the registry checks it; write it nowhere else)."""
+        return self.config.name
 
     # -- proposal space -----------------------------------------------------------------------
     @abstractmethod
@@ -60,6 +67,12 @@ class Testbed(ABC):
     @abstractmethod
     def evaluate(self, policy: Policy, *, seed: int = 0) -> EvalReport:
         """Evaluate ``policy`` on the testbed's fixed eval suites."""
+
+    @classmethod
+    def eval_budget(cls, config: BaseModel, default_max_new_tokens: int) -> tuple[int, int]:
+        """(prompts, new tokens per prompt) one ``evaluate`` call generates, from the config alone
+        (``--dry-run``'s time estimate); (0, 0) when unknown."""
+        return 0, 0
 
     def reference_answer(self, task: Task) -> str | None:
         """A correct answer to ``task`` in the format the prompt asks for, if the testbed knows

@@ -10,7 +10,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 from curriculum.core.pool import EnvOutcome
 from curriculum.core.types import Policy, Task
@@ -24,14 +24,17 @@ LogFn = Callable[[dict[str, Any]], None]
 class Trainer(ABC):
     """Base class for learners (GRPO through TRL, or a simulated learner)."""
 
-    name: ClassVar[str]
-
     def __init__(self, run_config: Any, testbed: Testbed, run_dir: Path | None = None) -> None:
         self.run_config = run_config
         self.config = run_config.trainer
         self.testbed = testbed
         self.run_dir = run_dir
         """Where metric sinks (TensorBoard) may write; ``None`` for throw-away evaluations."""
+
+    @property
+    def name(self) -> str:
+        """Registry name: the config section's ``name`` (the registry checks it; write it nowhere else)."""
+        return self.config.name
 
     @abstractmethod
     def setup(self, checkpoint: Path | None) -> None:

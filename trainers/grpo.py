@@ -117,8 +117,6 @@ def _completion_text(completion: Any) -> str:
 class GRPOTrainerAdapter(Trainer):
     """Runs one ``trl.GRPOTrainer`` per round over a model that persists across rounds."""
 
-    name = "grpo"
-
     def __init__(self, run_config: Any, testbed: Testbed, run_dir: Path | None = None) -> None:
         super().__init__(run_config, testbed, run_dir)
         # TRL needs an output dir but we save nothing through it: a private scratch dir per

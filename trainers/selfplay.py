@@ -150,7 +150,6 @@ class SelfPlayConfig(GRPOConfig):
     """GPUs one colocated vLLM engine spans (tensor parallel; it must divide the number of processes).
     A model whose bf16 weights do not fit in one GPU's vLLM share needs more than 1."""
 
-
     @model_validator(mode="before")
     @classmethod
     def _play_temperature(cls, data: Any) -> Any:
@@ -180,8 +179,6 @@ class SelfPlayConfig(GRPOConfig):
 
 class SelfPlayTrainer(GRPOTrainerAdapter):
     """One model, two roles: plays admitted environments and trains agent and designer rows."""
-
-    name = "selfplay"
 
     def __init__(self, run_config: Any, testbed: Testbed, run_dir: Path | None = None) -> None:
         super().__init__(run_config, testbed, run_dir)

@@ -302,8 +302,6 @@ class SimulatedPolicy:
 class SimulatedTrainer(Trainer):
     """A simulated learner with the dynamics of the module docstring (not a model)."""
 
-    name = "simulated"
-
     def __init__(self, run_config: Any, testbed: Testbed, run_dir: Path | None = None) -> None:
         super().__init__(run_config, testbed)
         self.run_dir = run_dir

@@ -75,5 +75,8 @@ class EvalReport(BaseModel):
     """Flat aggregate metrics, e.g. ``{"valid_rate/3": 0.4, "optimal_rate/3": 0.3}``."""
     breakdown: dict[str, Any] = Field(default_factory=dict)
     """Structured failure breakdown (per suite, per size) that engineers read."""
+    bucket_scores: dict[str, float] = Field(default_factory=dict)
+    """Success rate in [0, 1] per bucket of the testbed's ``BucketSpace`` (buckets the eval did not
+    cover are absent): what bucket-editing engineers read (``curriculum.core.spaces``)."""
     samples: list[dict[str, Any]] = Field(default_factory=list)
     """A few (prompt, response, verdict) examples for inspection."""

@@ -44,10 +44,13 @@ RETRY_TEMPERATURE = 0.7
 _SIZE_KEY = re.compile(r"^\s*(?:size\s*[_-]?\s*)?(\d{1,2})(?:\s*[x×*]\s*(\d{1,2}))?\s*$", re.I)
 
 
+CONTEXT_TOKENS = 2000
+"""Rough prompt length of a V6 context for the dry-run's time estimate (a round figure)."""
+
+
 class CheckpointEngineer(Engineer):
     """The policy (or the base model, or an endpoint) proposes the next generator config."""
 
-    name = "checkpoint"
     config: CheckpointEngineerConfig
 
     def __init__(self, config: CheckpointEngineerConfig, *, run_dir: str | None = None) -> None:
@@ -108,6 +111,13 @@ class CheckpointEngineer(Engineer):
         return build_messages(self.render_context(ctx, spec), rounded_example(_example_proposal(ctx)))
 
     # -- design -------------------------------------------------------------------------------------
+    @classmethod
+    def design_budget(cls, config: BaseModel, engineer_max_new_tokens: int) -> tuple[int, int, int]:
+        """Up to ``attempts`` calls of a ~2000-token context (F, G, H, T over eight sizes)."""
+        if config.model == "endpoint":
+            return 0, 0, 0  # another machine answers
+        return config.attempts, CONTEXT_TOKENS, config.max_new_tokens or engineer_max_new_tokens
+
     def design(self, ctx: DesignContext) -> Design:
         spec = self.config.context_spec()
         messages = self.messages(ctx, spec)

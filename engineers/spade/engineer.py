@@ -53,8 +53,6 @@ def sandbox_config(config: SpadeEngineerConfig):
 class SpadeEngineer(Engineer):
     """SPADE's environment designer (part 1)."""
 
-    name = "spade"
-
     def __init__(self, config: SpadeEngineerConfig, *, run_dir: str | None = None) -> None:
         super().__init__(config, run_dir=run_dir)
         self.config: SpadeEngineerConfig = config

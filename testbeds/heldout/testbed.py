@@ -34,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from curriculum.core.config import PluginConfig
 from curriculum.core.pool import DesignSample, PoolEnvironment, design_task, env_task, load_pool, program_hash
+from curriculum.core.spaces import PoolSpace
 from curriculum.core.types import Change, Completion, EvalReport, Policy, Task
 from testbeds.base import Testbed
 from testbeds.heldout.reasoning import ReasoningGymEval
@@ -129,8 +130,8 @@ class SpadeTestbed(Testbed):
 
     samples_exactly_n = False  # one task per pool environment and per design, whatever n is
 
-    name = "spade_pool"
     proposal_model = SpadeProposal
+    proposal_space = PoolSpace()
 
     def __init__(self, config: SpadeTestbedConfig, seed: int = 0) -> None:
         self.config = config
@@ -181,6 +182,15 @@ class SpadeTestbed(Testbed):
             self._sandbox = SandboxPool(cfg.model_copy(update={"prelude_source": prelude_source() + cfg.prelude_source}))
             self._sandbox.start()
         return self._sandbox
+
+    @classmethod
+    def eval_budget(cls, config: BaseModel, default_max_new_tokens: int) -> tuple[int, int]:
+        """Per call on average (``eval_every``); games: the reasoning-gym items, tools: the suite's tasks."""
+        if config.setting == "games":
+            rg = config.reasoning_gym
+            items = sum(len(names) for names in rg.datasets.values()) * rg.per_dataset
+            return max(1, items // config.eval_every), rg.max_new_tokens
+        return 0, 0
 
     def evaluate(self, policy: Policy, *, seed: int = 0) -> EvalReport:
         call = self.eval_calls

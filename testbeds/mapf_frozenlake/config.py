@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from curriculum.core.spaces import BucketSpace, Knob
 from curriculum.core.types import Change
 
 SIZES: tuple[str, ...] = tuple(f"{n}x{n}" for n in range(3, 11))
@@ -45,6 +46,16 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "wait_ratio": (0.0, 1.0),
 }
 """Inclusive legal range of each per-size field (see the module docstring for why)."""
+
+SPACE = BucketSpace(
+    buckets=SIZES, container="sizes", share_key="data_ratio", unit="map size",
+    knobs=(Knob(name="hole_ratio", low=BOUNDS["hole_ratio"][0], high=BOUNDS["hole_ratio"][1], step=0.1,
+                description="expected share of the map's cells that are holes"),
+           Knob(name="wait_ratio", low=BOUNDS["wait_ratio"][0], high=BOUNDS["wait_ratio"][1], step=0.2,
+                description="share of instances whose optimal plan needs a wait")),
+)
+"""The generator config as the kernel's bucket space: sizes are buckets (smallest, easiest first),
+``data_ratio`` the share; more holes and more needed waits make instances harder."""
 
 SUM_TOLERANCE = 1e-6
 """How far the data ratios may sum from 1 and still be accepted."""

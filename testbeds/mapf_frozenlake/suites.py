@@ -187,3 +187,13 @@ def flat_metrics(b: FailureBreakdown) -> dict[str, float]:
     out["optimal_rate"] = (sum(s.optimal_rate * s.n for s in b.suites.values()) / total_n
                            if total_n else 0.0)
     return out
+
+
+def bucket_scores(b: FailureBreakdown) -> dict[str, float]:
+    """Per size, the valid rate averaged over the eval suites (agent counts) that cover it."""
+    acc: dict[str, list[float]] = {}
+    for suite in b.suites.values():
+        for size, sb in suite.sizes.items():
+            if sb.n:
+                acc.setdefault(size, []).append(sb.valid_rate)
+    return {size: sum(v) / len(v) for size, v in acc.items()}

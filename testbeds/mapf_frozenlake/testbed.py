@@ -19,15 +19,16 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from curriculum.core.spaces import BucketSpace
 from curriculum.core.types import Change, Completion, EvalReport, Policy, Task
 from testbeds.base import Testbed
-from testbeds.mapf_frozenlake.config import SIZES, GeneratorConfig, SizeParams, random_config
+from testbeds.mapf_frozenlake.config import SIZES, SPACE, GeneratorConfig, SizeParams, random_config
 from testbeds.mapf_frozenlake.config import project as project_config
 from testbeds.mapf_frozenlake.generator import generate
 from testbeds.mapf_frozenlake.instance import Instance
 from testbeds.mapf_frozenlake.prompts import PromptStyle, render_prompt
 from testbeds.mapf_frozenlake.reward import AdaptiveReward, accuracy, length_reward
-from testbeds.mapf_frozenlake.suites import build_suite, flat_metrics, summarize
+from testbeds.mapf_frozenlake.suites import bucket_scores, build_suite, flat_metrics, summarize
 from testbeds.mapf_frozenlake.validate import validate
 
 
@@ -93,8 +94,8 @@ class MAPFTestbedConfig(BaseModel):
 class MAPFTestbed(Testbed):
     """Multi-agent path finding on FrozenLake grids."""
 
-    name: ClassVar[str] = "mapf_frozenlake"
     proposal_model: ClassVar[type[BaseModel]] = GeneratorConfig
+    proposal_space: ClassVar[BucketSpace] = SPACE
 
     def __init__(self, config: MAPFTestbedConfig | None = None, *, seed: int = 0) -> None:
         self.config = config or MAPFTestbedConfig()
@@ -204,6 +205,11 @@ class MAPFTestbed(Testbed):
     def eval_tasks(self) -> list[Task]:
         return [self.task_of(i) for i in self.eval_instances()]
 
+    @classmethod
+    def eval_budget(cls, config: BaseModel, default_max_new_tokens: int) -> tuple[int, int]:
+        prompts = len(config.eval_agents) * config.eval_instances_per_size * len(config.eval_sizes)
+        return prompts, config.eval_max_new_tokens or default_max_new_tokens
+
     def evaluate(self, policy: Policy, *, seed: int = 0) -> EvalReport:
         insts = self.eval_instances()
         tasks = [self.task_of(i) for i in insts]
@@ -215,8 +221,8 @@ class MAPFTestbed(Testbed):
         breakdown = summarize(insts, verdicts, tokens)
         metrics = flat_metrics(breakdown)
         samples = self._samples(tasks, comps, verdicts)
-        return EvalReport(score=metrics["valid_rate"], metrics=metrics,
-                          breakdown=breakdown.model_dump(), samples=samples)
+        return EvalReport(score=metrics["valid_rate"], metrics=metrics, breakdown=breakdown.model_dump(),
+                          bucket_scores=bucket_scores(breakdown), samples=samples)
 
     def _samples(self, tasks, comps, verdicts) -> list[dict[str, Any]]:
         m = self.config.eval_samples

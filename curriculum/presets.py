@@ -1,0 +1,177 @@
+"""What a run starts from when no ``--config`` is given: a preset sized to this machine.
+
+``curriculum run --engineer spade`` names only an engineer; the registry fills in the testbed and
+trainer that fit (``registry.resolve_names``: ``spade_pool`` and ``selfplay``) and this module
+picks the preset file for that (engineer, testbed, trainer) on this kind of machine:
+
+* a **CPU** machine gets a demo-sized preset (the embedded 135M model, a few tasks and steps per
+  round) that finishes a meaningful run in minutes;
+* a **GPU** machine gets the paper's set-up (Qwen3-4B; plan it first with ``--dry-run``).
+
+Machine detection (``detect_machine``) imports nothing heavy: ``--machine cpu|gpu`` or
+``$CURRICULUM_MACHINE`` force a kind; otherwise ``CUDA_VISIBLE_DEVICES`` set to nothing hides the
+GPUs, and ``nvidia-smi -L`` (or ``/proc/driver/nvidia/gpus``) lists them. The choice and the
+reason are printed before anything loads. A preset written for one engineer (the checkpoint
+engineer's, SPADE's) is preferred; otherwise the testbed's generic preset runs with the requested
+engineer in place of the file's.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from curriculum.config import ConfigError, RunConfig, section_name, load_config, read_config_file
+from curriculum.registry import MisfitError, UnknownName, resolve_names
+
+CONFIGS = Path(__file__).resolve().parents[1] / "configs"
+MachineKind = Literal["cpu", "gpu"]
+
+
+@dataclass(frozen=True)
+class Machine:
+    """What kind of machine this is and how we know."""
+
+    kind: MachineKind
+    reason: str
+    cpus: int
+    gpus: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A config file in ``configs/`` and what it is for."""
+
+    file: str
+    testbed: str
+    machine: MachineKind | Literal["any"]
+    summary: str
+    trainer: str
+    """The trainer the file is written for."""
+    engineer: str | None = None
+    """Written for this engineer (``None``: any engineer that fits the testbed)."""
+
+    @property
+    def path(self) -> Path:
+        return CONFIGS / self.file
+
+
+PRESETS: tuple[Preset, ...] = (
+    Preset("mapf_checkpoint_cpu_demo.yaml", "mapf_frozenlake", "cpu", trainer="grpo", engineer="checkpoint",
+           summary="embedded 135M model, 3 rounds of 8 tasks, 1 GRPO step, context V6"),
+    Preset("mapf_qwen3_4b.yaml", "mapf_frozenlake", "gpu", trainer="grpo", engineer="checkpoint",
+           summary="the paper's method: Qwen3-4B, 4000 instances x 3 epochs, 3 rounds, context V6"),
+    Preset("mapf_simulated.yaml", "mapf_frozenlake", "any", trainer="simulated",
+           summary="the simulated learner: engineer benchmarks in seconds (not a model)"),
+    Preset("mapf_cpu_demo.yaml", "mapf_frozenlake", "cpu", trainer="grpo",
+           summary="embedded 135M model, 2 rounds of 64 tasks, 3 GRPO steps"),
+    Preset("mapf_qwen3_4b_baseline.yaml", "mapf_frozenlake", "gpu", trainer="grpo",
+           summary="the paper's set-up: Qwen3-4B, 4000 instances x 3 epochs, 3 rounds"),
+    Preset("spade_games_cpu_demo.yaml", "spade_pool", "cpu", trainer="selfplay",
+           summary="embedded 135M model, games, 2 rollout steps, 2 designs and 2 played envs per step"),
+    Preset("spade_games_qwen3_4b.yaml", "spade_pool", "gpu", trainer="selfplay",
+           summary="the paper's 4B games set-up: Qwen3-4B-Instruct-2507, 400 rollout steps"),
+)
+
+
+def detect_machine(force: str | None = None) -> Machine:
+    """CPU or GPU, and why (module docstring). ``force``: the ``--machine`` value (``cpu``, ``gpu``,
+    ``auto`` or ``None``); ``None`` or ``auto`` then defer to ``$CURRICULUM_MACHINE``."""
+    cpus = os.cpu_count() or 1
+    source = "--machine"
+    if force in (None, "auto") and os.environ.get("CURRICULUM_MACHINE"):
+        force, source = os.environ["CURRICULUM_MACHINE"], "CURRICULUM_MACHINE"
+    if force in ("cpu", "gpu"):
+        return Machine(force, f"forced by {source}={force}", cpus)
+    if force not in (None, "auto"):
+        raise ValueError(f"{source} must be cpu, gpu or auto (got {force!r})")
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None and visible.strip() in ("", "-1"):
+        return Machine("cpu", "CUDA_VISIBLE_DEVICES hides every GPU", cpus)
+    gpus = _nvidia_gpus()
+    if gpus:
+        return Machine("gpu", f"{len(gpus)} GPU(s): {gpus[0]}", cpus, gpus)
+    return Machine("cpu", f"no NVIDIA GPU found (no nvidia-smi, no /proc/driver/nvidia); {cpus} CPU cores", cpus)
+
+
+def _nvidia_gpus() -> tuple[str, ...]:
+    smi = shutil.which("nvidia-smi")
+    if smi is not None:
+        try:
+            out = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=10).stdout
+        except (OSError, subprocess.SubprocessError):
+            out = ""
+        names = [line.split(":", 1)[1].split("(UUID")[0].strip() for line in out.splitlines()
+                 if line.startswith("GPU ") and ":" in line]
+        if names:
+            return tuple(names)
+    proc = Path("/proc/driver/nvidia/gpus")
+    return tuple(f"NVIDIA GPU {p.name}" for p in sorted(proc.iterdir())) if proc.is_dir() else ()
+
+
+def choose_preset(engineer: str, testbed: str, trainer: str, machine: MachineKind) -> Preset | None:
+    """The preset for this combination on this machine: one written for the engineer first, then
+    the testbed's generic one for that trainer; ``None`` when there is none."""
+    candidates = [p for p in PRESETS if p.testbed == testbed and p.trainer == trainer
+                  and p.machine in (machine, "any") and p.engineer in (None, engineer)]
+    candidates.sort(key=lambda p: p.engineer != engineer)  # stable: written-for-the-engineer first
+    return candidates[0] if candidates else None
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The preset a run starts from and why (printed before anything loads)."""
+
+    preset: Preset
+    machine: Machine
+    engineer: str
+    replaced: bool = False
+    """The preset's file names another engineer, replaced by the one asked for."""
+
+    def explain(self) -> str:
+        p, m = self.preset, self.machine
+        other = "gpu" if m.kind == "cpu" else "cpu"
+        if self.replaced:
+            for_whom = f"the {p.testbed} preset with engineer {self.engineer} in place of the file's"
+        else:
+            for_whom = f"the {self.engineer} engineer on {p.testbed}"
+        kind = "any" if p.machine == "any" else f"a {m.kind.upper()}"
+        return (f"preset: configs/{p.file} — {for_whom} for {kind} machine ({p.summary})\n"
+                f"  why: {m.reason}. Force the other with --machine {other}, or pass --config FILE.")
+
+
+def resolve_run(config: Path | None, overrides: list[str], *, engineer: str | None = None,
+                testbed: str | None = None, trainer: str | None = None, machine: str | None = None,
+                base: dict[str, Any] | None = None, **shortcuts: Any) -> tuple[RunConfig, Choice | None]:
+    """Config file (or, with neither a file nor ``base``, the machine's preset) + shortcut flags
+    (``engineer``, ``testbed``, ``trainer``, ``rounds``, ``seed``, ``output_dir``, ``run_name``) +
+    ``--set`` overrides → a validated RunConfig, and the preset choice when one was made."""
+    choice = None
+    data = dict(base or {})
+    if config is not None:
+        data.update(read_config_file(config))
+    elif base is None:
+        try:
+            names = resolve_names(engineer, testbed, trainer)
+            found = detect_machine(machine)
+        except (MisfitError, UnknownName, ValueError) as err:
+            raise ConfigError(str(err)) from None
+        preset = choose_preset(*names, found.kind)
+        if preset is not None:
+            data.update(read_config_file(preset.path))
+            replaced = section_name(data.get("engineer")) != names[0]
+            if replaced:  # a generic preset runs the engineer asked for
+                data["engineer"] = {"name": names[0]}
+            choice = Choice(preset, found, names[0], replaced)
+    # A shortcut that switches plugin drops the other plugin's options from the file.
+    for section, name in (("engineer", engineer), ("testbed", testbed), ("trainer", trainer)):
+        current = data.get(section)
+        current_name = current.get("name") if isinstance(current, dict) else current
+        if name is not None and current_name != name:
+            data[section] = {"name": name}
+    sets = [f"{key}={value}" for key, value in shortcuts.items() if value is not None]
+    return load_config(None, sets + list(overrides), base=data), choice
