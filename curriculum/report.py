@@ -59,6 +59,21 @@ def suite_rates(metrics: dict[str, float], kind: str = "valid") -> dict[int, flo
     return dict(sorted(out.items()))
 
 
+def training_shares(testbed: str, proposal: dict[str, Any]) -> dict[str, float]:
+    """Bucket → share of a proposal, read through the testbed's declared bucket space (in its
+    bucket order); empty for other spaces (an environment pool)."""
+    from curriculum.core.spaces import BucketSpace
+    from curriculum.registry import TESTBEDS
+
+    space = TESTBEDS.get(testbed).load().proposal_space
+    if not isinstance(space, BucketSpace):
+        return {}
+    try:
+        return {b: bucket.share for b, bucket in space.read(proposal).items()}
+    except (ValueError, KeyError, TypeError):
+        return {}
+
+
 @dataclass
 class RunSummary:
     """What the plots and ``compare`` need from one run directory."""
@@ -72,7 +87,7 @@ class RunSummary:
     metrics: list[dict[str, float]]
     """Flat eval metrics after each completed round."""
     data_ratio: list[dict[str, float]]
-    """Per completed round: size → data ratio of the proposal it trained on."""
+    """Per completed round: bucket → share of the proposal it trained on (``training_shares``)."""
     baseline_score: float | None = None
     """Eval score of the untrained policy, when the run evaluated it."""
     pre_evals: dict[str, dict[str, float]] = field(default_factory=dict)
@@ -98,11 +113,7 @@ class RunSummary:
                 saved = read_json(run.path / f"{name}_eval.json")
                 pre[name] = {"score": float(saved["score"]), **saved["metrics"]}
         baseline = pre["baseline"]["score"] if "baseline" in pre else None
-        ratios = []
-        for report in history:
-            sizes = report.proposal.get("sizes", {})
-            ratios.append({s: float(v.get("data_ratio", 0.0)) for s, v in sizes.items()}
-                          if isinstance(sizes, dict) else {})
+        ratios = [training_shares(config.testbed.name, report.proposal) for report in history]
         return cls(path=run.path, engineer=config.engineer.name, seed=config.seed,
                    rounds_planned=config.rounds, scores=[r.eval.score for r in history],
                    metrics=[dict(r.eval.metrics) for r in history], data_ratio=ratios,
@@ -246,7 +257,7 @@ def report_run(run_dir: str | Path) -> list[Path]:
     if not summary.scores:
         raise FileNotFoundError(f"{run_dir} has no completed round yet")
     out = summary.path / "plots"
-    sizes = sorted({s for r in summary.data_ratio for s in r}, key=_side)
+    sizes = list(dict.fromkeys(b for r in summary.data_ratio for b in r))  # the space's bucket order
     dist = np.array([[r.get(s, 0.0) for s in sizes] for r in summary.data_ratio])
     note = " — SIMULATED learner" if summary.simulated else ""
     return [

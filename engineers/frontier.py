@@ -1,34 +1,34 @@
-"""``frontier``: a transparent rule-based curriculum baseline.
+"""``frontier``: a transparent rule-based curriculum baseline over any bucket space.
 
-It reads the latest eval report and, per map size s, the valid rate v_s (averaged over the eval
-suites' agent counts, from the metrics ``valid_rate/<k>agents/<s>``). With the band [lo, hi]
-(default [0.2, 0.8]) the rules are:
+It reads the testbed's declared ``BucketSpace`` (``curriculum.core.spaces``: buckets listed
+easiest first, each with a share and bounded knobs) and the last eval's success rate v_b per
+bucket (``EvalReport.bucket_scores``; MAPF-FrozenLake: the valid rate per map size, averaged over
+the eval suites' agent counts). With the band [lo, hi] (default [0.2, 0.8]) the rules are:
 
-1. **Budget.** Weight w_s = 1 for sizes in the band (the competence frontier); the smallest size
-   below the band (the next frontier) gets ``next_weight`` (0.5), or 1 when no size is in the
-   band; every other size keeps ``floor_weight`` (0.02) so mastered sizes are not forgotten.
-   data_ratio_s = w_s / Σ w.
-2. **Harder maps where mastered.** v_s > hi: hole_ratio += ``hole_step`` (0.1) and
-   wait_ratio += ``wait_step`` (0.2), so a mastered size again yields learning signal.
-3. **Easier maps where hopeless.** v_s < lo: hole_ratio −= ``hole_step`` / 2 and
-   wait_ratio −= ``wait_step`` / 2. Sizes in the band keep their ratios.
+1. **Budget.** Weight w_b = 1 for buckets in the band (the competence frontier); the easiest
+   bucket below the band (the next frontier) gets ``next_weight`` (0.5), or 1 when no bucket is
+   in the band; every other bucket keeps ``floor_weight`` (0.02) so mastered buckets are not
+   forgotten. share_b = w_b / Σ w.
+2. **Harder where mastered.** v_b > hi: every knob moves ``step_scale`` × its declared step toward
+   harder (MAPF: hole_ratio += 0.1, wait_ratio += 0.2), so a mastered bucket again yields
+   learning signal.
+3. **Easier where hopeless.** v_b < lo: every knob moves half that toward easier. Buckets in the
+   band keep their knobs.
 
-Values are clipped by the testbed's ``project``. Sizes without eval data keep their settings.
-No state: every decision derives from the last round's report and proposal.
+Knobs are clipped into their bounds (the testbed's ``project`` checks again). Buckets without eval
+data keep their knobs. No state: every decision derives from the last round's report and proposal.
 """
 
 from __future__ import annotations
 
-import re
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field, model_validator
 
 from curriculum.core.config import PluginConfig
 from curriculum.core.records import Design
+from curriculum.core.spaces import Bucket, BucketSpace, normalise
 from engineers.base import DesignContext, Engineer
-
-_SIZE_METRIC = re.compile(r"^valid_rate/(\d+)agents/(\d+x\d+)$")
 
 
 class FrontierEngineerConfig(PluginConfig):
@@ -37,17 +37,15 @@ class FrontierEngineerConfig(PluginConfig):
     name: Literal["frontier"] = "frontier"
     """Selects this engineer."""
     low: float = Field(0.2, ge=0.0, le=1.0)
-    """Lower edge of the frontier band of valid rates."""
+    """Lower edge of the frontier band of success rates."""
     high: float = Field(0.8, ge=0.0, le=1.0)
-    """Upper edge of the frontier band; above it a size counts as mastered."""
+    """Upper edge of the frontier band; above it a bucket counts as mastered."""
     next_weight: float = Field(0.5, ge=0.0)
-    """Budget weight of the smallest size below the band (frontier sizes weigh 1)."""
+    """Budget weight of the easiest bucket below the band (frontier buckets weigh 1)."""
     floor_weight: float = Field(0.02, ge=0.0)
-    """Budget weight of every other size (keeps a trickle of data against forgetting)."""
-    hole_step: float = Field(0.1, ge=0.0, le=0.5)
-    """Hole-ratio increase on mastered sizes (half of it is the decrease on hopeless sizes)."""
-    wait_step: float = Field(0.2, ge=0.0, le=1.0)
-    """Wait-ratio increase on mastered sizes (half of it is the decrease on hopeless sizes)."""
+    """Budget weight of every other bucket (keeps a trickle of data against forgetting)."""
+    step_scale: float = Field(1.0, ge=0.0, le=5.0)
+    """Multiplier of each knob's declared step on mastered buckets (half of it on hopeless ones)."""
 
     @model_validator(mode="after")
     def _band(self) -> FrontierEngineerConfig:
@@ -56,57 +54,46 @@ class FrontierEngineerConfig(PluginConfig):
         return self
 
 
-def valid_rate_by_size(metrics: dict[str, float]) -> dict[str, float]:
-    """Per size, the mean of ``valid_rate/<k>agents/<size>`` over the agent counts present."""
-    acc: dict[str, list[float]] = {}
-    for key, value in metrics.items():
-        m = _SIZE_METRIC.match(key)
-        if m:
-            acc.setdefault(m.group(2), []).append(float(value))
-    return {size: sum(v) / len(v) for size, v in acc.items()}
-
-
-def frontier_proposal(proposal: dict[str, Any], rates: dict[str, float],
-                      config: FrontierEngineerConfig) -> tuple[dict[str, Any], dict[str, str]]:
-    """Apply the rules to a ``{"sizes": {size: {data_ratio, hole_ratio, wait_ratio}}}`` proposal.
-
-    Returns the raw next proposal and, per size, the rule that fired
-    (``frontier``/``next``/``mastered``/``hopeless``/``no data``).
-    """
-    sizes = proposal["sizes"]
-    order = sorted(sizes, key=lambda s: int(s.split("x")[0]))
-    band = [s for s in order if s in rates and config.low <= rates[s] <= config.high]
-    below = [s for s in order if s in rates and rates[s] < config.low]
+def frontier_rules(space: BucketSpace, rates: dict[str, float],
+                   config: FrontierEngineerConfig) -> tuple[dict[str, float], dict[str, str]]:
+    """Budget weight and the rule that fired (``frontier``/``next``/``mastered``/``hopeless``/
+    ``no data``) per bucket."""
+    band = [b for b in space.buckets if b in rates and config.low <= rates[b] <= config.high]
+    below = [b for b in space.buckets if b in rates and rates[b] < config.low]
     nxt = below[0] if below else None
     rule: dict[str, str] = {}
     weights: dict[str, float] = {}
-    for s in order:
-        if s not in rates:
-            rule[s] = "no data"
-            weights[s] = config.floor_weight
-        elif s in band:
-            rule[s] = "frontier"
-            weights[s] = 1.0
-        elif s == nxt:
-            rule[s] = "next"
-            weights[s] = config.next_weight if band else 1.0
+    for b in space.buckets:
+        if b not in rates:
+            rule[b], weights[b] = "no data", config.floor_weight
+        elif b in band:
+            rule[b], weights[b] = "frontier", 1.0
+        elif b == nxt:
+            rule[b], weights[b] = "next", config.next_weight if band else 1.0
         else:
-            rule[s] = "mastered" if rates[s] > config.high else "hopeless"
-            weights[s] = config.floor_weight
-    total = sum(weights.values())
-    out: dict[str, Any] = {"sizes": {}}
-    for s in order:
-        old = sizes[s]
-        hole, wait = float(old["hole_ratio"]), float(old["wait_ratio"])
-        if rule[s] == "mastered":
-            hole, wait = hole + config.hole_step, wait + config.wait_step
-        elif rule[s] in ("hopeless", "next") and rates.get(s, 1.0) < config.low:
-            hole, wait = hole - config.hole_step / 2, wait - config.wait_step / 2
-        out["sizes"][s] = {
-            "data_ratio": weights[s] / total if total > 0 else 1.0 / len(order),
-            "hole_ratio": max(0.0, hole),
-            "wait_ratio": max(0.0, wait),
-        }
+            rule[b] = "mastered" if rates[b] > config.high else "hopeless"
+            weights[b] = config.floor_weight
+    return weights, rule
+
+
+def frontier_proposal(space: BucketSpace, current: dict[str, Bucket], rates: dict[str, float],
+                      config: FrontierEngineerConfig) -> tuple[dict[str, Bucket], dict[str, str]]:
+    """Apply the rules (module docstring) to the current buckets; returns the next buckets and,
+    per bucket, the rule that fired."""
+    weights, rule = frontier_rules(space, rates, config)
+    shares = normalise(weights)
+    out: dict[str, Bucket] = {}
+    for b in space.buckets:
+        knobs = dict(current[b].knobs)
+        if rule[b] == "mastered":
+            amount = config.step_scale
+        elif rule[b] in ("hopeless", "next") and rates.get(b, 1.0) < config.low:
+            amount = -config.step_scale / 2
+        else:
+            amount = 0.0
+        if amount:
+            knobs = {k.name: k.harden(knobs[k.name], amount * k.step) for k in space.knobs}
+        out[b] = Bucket(share=shares[b], knobs=knobs)
     return out, rule
 
 
@@ -114,8 +101,10 @@ class FrontierEngineer(Engineer):
     """Moves budget to the competence frontier (see the module docstring)."""
 
     def design(self, ctx: DesignContext) -> Design:
-        rates = valid_rate_by_size(ctx.history[-1].eval.metrics)
-        raw, rule = frontier_proposal(ctx.proposal.model_dump(mode="json"), rates, self.config)
-        return Design(raw=raw, notes={"valid_rate_by_size": rates, "rule": rule,
-                                      "diagnostics": {"frontier_sizes": [s for s, r in rule.items()
-                                                                         if r == "frontier"]}})
+        space = ctx.testbed.proposal_space
+        rates = dict(ctx.history[-1].eval.bucket_scores)
+        proposal = ctx.proposal.model_dump(mode="json")
+        buckets, rule = frontier_proposal(space, space.read(proposal), rates, self.config)
+        return Design(raw=space.write(buckets, proposal),
+                      notes={"bucket_scores": rates, "rule": rule,
+                             "diagnostics": {"frontier_buckets": [b for b, r in rule.items() if r == "frontier"]}})

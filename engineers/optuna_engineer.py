@@ -1,15 +1,14 @@
 """``optuna``: black-box search over the testbed's generator config, one trial per round.
 
-Search space (built from the testbed's proposal model, ``{"sizes": {size: {...}}}``): for every
-size and every per-size field with bounds [lo, hi] other than ``data_ratio``, a float
-``<field>/<size>`` uniform on [lo, hi]. The data ratios must lie on the simplex; two
+Search space (the testbed's declared ``BucketSpace``, ``curriculum.core.spaces``; MAPF: buckets =
+map sizes, knobs ``hole_ratio`` and ``wait_ratio``): for every bucket b and every knob with bounds
+[lo, hi], a float ``<knob>/<b>`` uniform on [lo, hi]. The shares must lie on the simplex; two
 parametrisations always yield a valid one:
 
-* ``weights`` (default): w_s ~ U(0, 1) per size, data_ratio_s = w_s / Σ_t w_t (all zero →
-  uniform);
-* ``stick_breaking``: u_i ~ U(0, 1) for the first K − 1 sizes,
+* ``weights`` (default): w_b ~ U(0, 1) per bucket, share_b = w_b / Σ_c w_c (all zero → uniform);
+* ``stick_breaking``: u_i ~ U(0, 1) for the first K − 1 buckets,
   v_i = 1 − (1 − u_i)^{1/(K−1−i)} (the Beta(1, K−1−i) quantile, so uniform u give a flat
-  Dirichlet), data_ratio_i = v_i · Π_{j<i} (1 − v_j), and the last size takes the remainder.
+  Dirichlet), share_i = v_i · Π_{j<i} (1 − v_j), and the last bucket takes the remainder.
 
 Trials and rounds: trial T_r (user attribute ``round = r``) is the config that round r trains on.
 The loop calls ``design`` after round r's eval, so ``design`` first **tells** T_r its value and
@@ -31,7 +30,6 @@ RNG, so a resumed run asks exactly what an uninterrupted one would.
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -40,6 +38,7 @@ from pydantic import BaseModel, Field
 
 from curriculum.core.config import PluginConfig
 from curriculum.core.records import Design, RoundReport
+from curriculum.core.spaces import Bucket, BucketSpace
 from engineers.base import DesignContext, Engineer
 from testbeds.base import Testbed
 
@@ -73,72 +72,59 @@ class OptunaEngineerConfig(PluginConfig):
 # search space
 # --------------------------------------------------------------------------------------------
 
-def _bounds(model: type[BaseModel], field: str) -> tuple[float, float]:
-    lo, hi = -math.inf, math.inf
-    for meta in model.model_fields[field].metadata:
-        lo = float(getattr(meta, "ge", lo) if getattr(meta, "ge", None) is not None else lo)
-        hi = float(getattr(meta, "le", hi) if getattr(meta, "le", None) is not None else hi)
-    if not (math.isfinite(lo) and math.isfinite(hi)):
-        raise ValueError(f"{model.__name__}.{field} needs finite ge/le bounds to be searched")
-    return lo, hi
-
-
 @dataclass(frozen=True)
 class SearchSpace:
-    """Per-size search space of a ``{"sizes": {size: item}}`` proposal (see module docstring)."""
+    """The trial parameters of a testbed's ``BucketSpace`` (see the module docstring)."""
 
-    sizes: tuple[str, ...]
-    fields: dict[str, tuple[float, float]]
-    """Searched per-size fields other than ``data_ratio`` → bounds."""
+    space: BucketSpace
     simplex: str = "weights"
 
     @classmethod
-    def of(cls, proposal: BaseModel, simplex: str = "weights") -> SearchSpace:
-        sizes = getattr(proposal, "sizes", None)
-        if not isinstance(sizes, dict) or not sizes:
-            raise ValueError("the optuna engineer needs a proposal with a per-size 'sizes' mapping")
-        item = type(next(iter(sizes.values())))
-        if "data_ratio" not in item.model_fields:
-            raise ValueError(f"{item.__name__} has no data_ratio field")
-        fields = {f: _bounds(item, f) for f in item.model_fields if f != "data_ratio"}
-        return cls(tuple(sizes), fields, simplex)
+    def of(cls, space: Any, simplex: str = "weights") -> SearchSpace:
+        if not isinstance(space, BucketSpace):
+            raise ValueError(f"the optuna engineer searches a bucket space; the testbed offers {space!r}")
+        return cls(space, simplex)
+
+    @property
+    def buckets(self) -> tuple[str, ...]:
+        return self.space.buckets
 
     def distributions(self) -> dict[str, Any]:
         from optuna.distributions import FloatDistribution
 
         out: dict[str, Any] = {}
-        names = self.sizes if self.simplex == "weights" else self.sizes[:-1]
+        names = self.buckets if self.simplex == "weights" else self.buckets[:-1]
         prefix = "data_weight" if self.simplex == "weights" else "data_stick"
-        for s in names:
-            out[f"{prefix}/{s}"] = FloatDistribution(0.0, 1.0)
-        for f, (lo, hi) in self.fields.items():
-            for s in self.sizes:
-                out[f"{f}/{s}"] = FloatDistribution(lo, hi)
+        for b in names:
+            out[f"{prefix}/{b}"] = FloatDistribution(0.0, 1.0)
+        for knob in self.space.knobs:
+            for b in self.buckets:
+                out[f"{knob.name}/{b}"] = FloatDistribution(knob.low, knob.high)
         return out
 
-    def to_proposal(self, params: dict[str, float]) -> dict[str, Any]:
-        """Trial params → raw proposal ``{"sizes": {...}}`` whose data ratios sum to 1."""
-        ratios = (weights_to_simplex([params[f"data_weight/{s}"] for s in self.sizes])
+    def to_proposal(self, params: dict[str, float], base: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Trial params → raw proposal (the space's layout) whose shares sum to 1."""
+        shares = (weights_to_simplex([params[f"data_weight/{b}"] for b in self.buckets])
                   if self.simplex == "weights"
-                  else sticks_to_simplex([params[f"data_stick/{s}"] for s in self.sizes[:-1]]))
-        return {"sizes": {s: {"data_ratio": ratios[i],
-                              **{f: float(params[f"{f}/{s}"]) for f in self.fields}}
-                          for i, s in enumerate(self.sizes)}}
+                  else sticks_to_simplex([params[f"data_stick/{b}"] for b in self.buckets[:-1]]))
+        return self.space.write({b: Bucket(share=shares[i], knobs={k.name: float(params[f"{k.name}/{b}"])
+                                                                   for k in self.space.knobs})
+                                 for i, b in enumerate(self.buckets)}, base)
 
     def to_params(self, proposal: dict[str, Any]) -> dict[str, float]:
         """Inverse of ``to_proposal`` (for enqueueing a given config, e.g. round 0's)."""
-        sizes = proposal["sizes"]
-        ratios = [float(sizes[s]["data_ratio"]) for s in self.sizes]
+        buckets = self.space.read(proposal)
+        shares = [buckets[b].share for b in self.buckets]
         params: dict[str, float] = {}
         if self.simplex == "weights":
-            for s, w in zip(self.sizes, simplex_to_weights(ratios)):
-                params[f"data_weight/{s}"] = w
+            for b, w in zip(self.buckets, simplex_to_weights(shares)):
+                params[f"data_weight/{b}"] = w
         else:
-            for s, u in zip(self.sizes[:-1], simplex_to_sticks(ratios)):
-                params[f"data_stick/{s}"] = u
-        for f, (lo, hi) in self.fields.items():
-            for s in self.sizes:
-                params[f"{f}/{s}"] = min(hi, max(lo, float(sizes[s][f])))
+            for b, u in zip(self.buckets[:-1], simplex_to_sticks(shares)):
+                params[f"data_stick/{b}"] = u
+        for knob in self.space.knobs:
+            for b in self.buckets:
+                params[f"{knob.name}/{b}"] = knob.clip(buckets[b].knobs[knob.name])
         return params
 
 
@@ -261,7 +247,7 @@ class OptunaEngineer(Engineer):
     def on_run_start(self, testbed: Testbed, initial_proposal: BaseModel) -> None:
         from optuna.trial import TrialState
 
-        self._space = SearchSpace.of(initial_proposal, self.config.simplex)
+        self._space = SearchSpace.of(testbed.proposal_space, self.config.simplex)
         study = self._study(0)  # create the study file now, so a dashboard can open it from round 0
         for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
             if ROUND_ATTR not in t.user_attrs:  # asked by a run that died before keying it
@@ -300,7 +286,7 @@ class OptunaEngineer(Engineer):
         from optuna.trial import TrialState
 
         if self._space is None:
-            self._space = SearchSpace.of(ctx.proposal, self.config.simplex)
+            self._space = SearchSpace.of(ctx.testbed.proposal_space, self.config.simplex)
         space = self._space
         study = self._study(int(ctx.rng.integers(0, 2**31 - 1)))
         r = ctx.round

@@ -57,11 +57,15 @@ class Knob(BaseModel):
     """A natural increment for curricula that nudge the knob."""
     description: str = ""
     """What the knob means, for prompts and reports."""
+    neutral: float | None = None
+    """A neutral value for examples and uniform starts (``None``: ``low``)."""
 
     @model_validator(mode="after")
     def _bounds(self) -> Knob:
         if self.low > self.high:
             raise ValueError(f"knob {self.name!r}: low ({self.low}) above high ({self.high})")
+        if self.neutral is not None and not self.low <= self.neutral <= self.high:
+            raise ValueError(f"knob {self.name!r}: neutral {self.neutral} outside [{self.low}, {self.high}]")
         return self
 
     def clip(self, value: float) -> float:
@@ -127,6 +131,20 @@ class BucketSpace(BaseModel):
         return {b: Bucket(share=float(items[b][self.share_key]),
                           knobs={k.name: float(items[b][k.name]) for k in self.knobs})
                 for b in self.buckets}
+
+    def uniform(self) -> dict[str, Bucket]:
+        """Equal shares, every knob at its neutral value."""
+        knobs = {k.name: k.low if k.neutral is None else k.neutral for k in self.knobs}
+        return {b: Bucket(share=1.0 / len(self.buckets), knobs=dict(knobs)) for b in self.buckets}
+
+    def bounds(self) -> dict[str, tuple[float, float]]:
+        """Legal range of the share and of every knob, by key."""
+        return {self.share_key: (0.0, 1.0), **{k.name: (k.low, k.high) for k in self.knobs}}
+
+    def descriptions(self) -> dict[str, str]:
+        """What the share and every knob mean, by key."""
+        share = f"share of the next round's training tasks per {self.unit} (all {self.unit}s sum to 1)"
+        return {self.share_key: share, **{k.name: k.description for k in self.knobs if k.description}}
 
     def write(self, buckets: Mapping[str, Bucket], base: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """The raw proposal JSON for ``buckets`` (other top-level fields copied from ``base``)."""

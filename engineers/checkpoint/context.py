@@ -28,6 +28,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from curriculum.core.spaces import BucketSpace
 from engineers.checkpoint.config import ContextSpec
 
 SECTION_TITLES = {
@@ -121,9 +122,10 @@ def render_guideline(testbed_name: str, bounds: Mapping[str, tuple[float, float]
 
 # -- H ------------------------------------------------------------------------------------------
 
-def render_history(entries: Sequence[Mapping[str, Any]], *, include_initial_config: bool,
+def render_history(entries: Sequence[Mapping[str, Any]], *, space: BucketSpace, include_initial_config: bool,
                    max_rounds: int) -> str:
-    """Module H from ``[{"round", "proposal", "breakdown"}, ...]`` (oldest first).
+    """Module H from ``[{"round", "proposal", "breakdown"}, ...]`` (oldest first): per bucket of
+    the testbed's ``space``, the share and knobs trained on, then the valid and optimal rates.
 
     Shows the last ``max_rounds`` entries; round 0's config is hidden unless
     ``include_initial_config``.
@@ -131,23 +133,32 @@ def render_history(entries: Sequence[Mapping[str, Any]], *, include_initial_conf
     shown = list(entries)[-max_rounds:]
     if not shown:
         return "(no earlier rounds)"
+    header = "  " + f"{space.unit.split()[-1]:<6}" + " ".join(f"{n[:5]:>5}" for n in
+                                                           ("share", *(k.name for k in space.knobs)))
     blocks = []
     for entry in shown:
         round_index = int(entry["round"])
         hide = round_index == 0 and not include_initial_config
-        sizes = (entry.get("proposal") or {}).get("sizes") or {}
+        buckets = _read_or_empty(space, entry.get("proposal") or {})
         valid = valid_rates_by_size(entry.get("breakdown") or {})
         optimal = optimal_rates_by_size(entry.get("breakdown") or {})
         title = f"round {round_index}" + (" (random start config, not shown)" if hide else "")
-        lines = [title, "  size   data  holes  wait   valid  optimal"]
-        for size in list(dict.fromkeys([*sizes, *valid])):
-            params = sizes.get(size) or {}
-            cfg = ("    -      -      -" if hide else
-                   f"{_num(params.get('data_ratio'))}  {_num(params.get('hole_ratio'))}  "
-                   f"{_num(params.get('wait_ratio'))}")
-            lines.append(f"  {size:<6}{cfg}  {_pct(valid.get(size)):>6}  {_pct(optimal.get(size)):>6}")
+        lines = [title, header + "   valid  optimal"]
+        for name in list(dict.fromkeys([*space.buckets, *valid])):
+            bucket = buckets.get(name)
+            values = [None] * (1 + len(space.knobs)) if bucket is None or hide else \
+                [bucket.share, *(bucket.knobs[k.name] for k in space.knobs)]
+            cfg = " ".join("    -" if hide else _num(v) for v in values)
+            lines.append(f"  {name:<6}{cfg}  {_pct(valid.get(name)):>6}  {_pct(optimal.get(name)):>6}")
         blocks.append("\n".join(lines))
     return "\n".join(blocks)
+
+
+def _read_or_empty(space: BucketSpace, proposal: Mapping[str, Any]) -> dict[str, Any]:
+    try:
+        return space.read(proposal)
+    except (ValueError, KeyError, TypeError):
+        return {}
 
 
 def _num(x: Any) -> str:

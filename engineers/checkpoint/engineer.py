@@ -30,6 +30,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from curriculum.core.records import Design
+from curriculum.core.spaces import BucketSpace
 from curriculum.core.types import Completion, Policy, Task
 from engineers.base import DesignContext, Engineer
 from engineers.checkpoint import context as ctxmod
@@ -91,12 +92,13 @@ class CheckpointEngineer(Engineer):
         if spec.failure:
             texts["failure"] = ctxmod.render_failure_breakdown(latest.eval.breakdown if latest else {})
         if spec.guideline:
-            bounds, docs = _field_info(ctx.proposal)
+            bounds, docs = _field_info(ctx.testbed.proposal_space)
             texts["guideline"] = ctxmod.render_guideline(ctx.testbed.name, bounds, docs)
         if spec.history:
             entries = [{"round": r.round, "proposal": r.proposal, "breakdown": r.eval.breakdown}
                        for r in ctx.history]
-            texts["history"] = ctxmod.render_history(entries, include_initial_config=spec.history_initial_config,
+            texts["history"] = ctxmod.render_history(entries, space=ctx.testbed.proposal_space,
+                                                     include_initial_config=spec.history_initial_config,
                                                      max_rounds=self.config.history_rounds)
         if spec.summary:
             texts["summary"] = ctxmod.render_summary(self.summary)
@@ -257,30 +259,21 @@ def _sizes_view(raw: Any) -> dict[str, Any] | None:
     return {"sizes": out}
 
 
-MAPF_FIELD_DOCS = {
-    "data_ratio": "share of the next round's training instances at this size (all sizes sum to 1)",
-    "hole_ratio": "share of the map's cells that are holes (more holes: harder maps, fewer routes)",
-    "wait_ratio": "share of this size's instances whose optimal plan needs an agent to wait",
-}
-
-
-def _field_info(proposal: BaseModel) -> tuple[dict[str, tuple[float, float]] | None, dict[str, str] | None]:
-    """Legal ranges and meanings of the per-size fields (MAPF generator configs only)."""
-    from testbeds.mapf_frozenlake.config import BOUNDS, GeneratorConfig
-
-    if isinstance(proposal, GeneratorConfig):
-        return dict(BOUNDS), MAPF_FIELD_DOCS
+def _field_info(space: Any) -> tuple[dict[str, tuple[float, float]] | None, dict[str, str] | None]:
+    """Legal ranges and meanings of the per-bucket fields, from the testbed's declared space."""
+    if isinstance(space, BucketSpace):
+        return space.bounds(), space.descriptions()
     return None, None
 
 
 def _example_proposal(ctx: DesignContext) -> BaseModel:
-    """The neutral example shown in the answer format: equal data shares, 20% holes, no waits for
-    MAPF (never the current or round-0 config, so V4's omission holds); for other testbeds a
-    fixed-seed random legal proposal."""
-    from testbeds.mapf_frozenlake.config import GeneratorConfig, uniform_config
-
-    if isinstance(ctx.proposal, GeneratorConfig):
-        return uniform_config(hole_ratio=0.2, wait_ratio=0.0)
+    """The neutral example shown in the answer format: equal shares, every knob at its neutral
+    value (MAPF: 20% holes, no waits) — never the current or round-0 config, so V4's omission
+    holds; for a testbed without a bucket space a fixed-seed random legal proposal."""
+    space = ctx.testbed.proposal_space
+    if isinstance(space, BucketSpace):
+        raw = space.write(space.uniform(), ctx.proposal.model_dump(mode="json"))
+        return ctx.testbed.proposal_model.model_validate(raw)
     return ctx.testbed.random_proposal(np.random.default_rng(0))
 
 

@@ -50,9 +50,11 @@ BOUNDS: dict[str, tuple[float, float]] = {
 SPACE = BucketSpace(
     buckets=SIZES, container="sizes", share_key="data_ratio", unit="map size",
     knobs=(Knob(name="hole_ratio", low=BOUNDS["hole_ratio"][0], high=BOUNDS["hole_ratio"][1], step=0.1,
-                description="expected share of the map's cells that are holes"),
+                neutral=0.2, description="share of the map's cells that are holes (more holes: harder maps, "
+                                         "fewer routes)"),
            Knob(name="wait_ratio", low=BOUNDS["wait_ratio"][0], high=BOUNDS["wait_ratio"][1], step=0.2,
-                description="share of instances whose optimal plan needs a wait")),
+                neutral=0.0, description="share of this size's instances whose optimal plan needs an agent to "
+                                         "wait")),
 )
 """The generator config as the kernel's bucket space: sizes are buckets (smallest, easiest first),
 ``data_ratio`` the share; more holes and more needed waits make instances harder."""

@@ -14,7 +14,7 @@ from curriculum.loop import run
 from curriculum.rundir import RunDir
 from engineers.optuna_engineer import (SearchSpace, objective_value, simplex_to_sticks, simplex_to_weights,
                                        sticks_to_simplex, weights_to_simplex)
-from testbeds.mapf_frozenlake.config import GeneratorConfig, random_config
+from testbeds.mapf_frozenlake.config import SPACE, GeneratorConfig, random_config
 
 import numpy as np
 
@@ -34,7 +34,7 @@ def test_both_parametrisations_always_give_a_simplex(sticks, weights):
 def test_params_round_trip_through_the_proposal(seed):
     config = random_config(np.random.default_rng(seed))
     for simplex in ("weights", "stick_breaking"):
-        space = SearchSpace.of(config, simplex)
+        space = SearchSpace.of(SPACE, simplex)
         raw = space.to_proposal(space.to_params(config.model_dump(mode="json")))
         back = GeneratorConfig.model_validate(raw)
         for s in config.sizes:
@@ -82,7 +82,7 @@ def test_one_trial_per_round_in_sqlite_and_proposals_come_from_trials(tmp_path):
     assert baseline.is_file()
     assert trials[2].value == pytest.approx(scores[2] - scores[1])
     assert trials[3].value == pytest.approx(scores[3] - scores[2])  # the last round is told too
-    space = SearchSpace.of(GeneratorConfig.model_validate(result.history[0].proposal))
+    space = SearchSpace.of(SPACE)
     # trial 0 is the starting config; trial r is what round r trained on
     assert space.to_params(result.history[0].proposal) == pytest.approx(trials[0].params)
     for r in (1, 2, 3):

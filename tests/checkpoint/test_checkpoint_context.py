@@ -16,7 +16,7 @@ from engineers.checkpoint.context import (
     render_training,
     valid_rates_by_size,
 )
-from testbeds.mapf_frozenlake.config import BOUNDS
+from testbeds.mapf_frozenlake.config import BOUNDS, SPACE
 
 
 def test_failure_breakdown_lists_every_size_with_rates_and_failed_checks():
@@ -59,19 +59,19 @@ def _entries():
 
 
 def test_history_pairs_config_with_result_and_hides_round0_config_in_v4():
-    v3 = render_history(_entries(), include_initial_config=True, max_rounds=3)
+    v3 = render_history(_entries(), space=SPACE, include_initial_config=True, max_rounds=3)
     assert "round 0\n" in v3 and "0.410" in v3 and "0.300" in v3
     assert "round 1\n" in v3 and "0.150" in v3
     row = next(line for line in v3.splitlines() if line.strip().startswith("5x5"))
     assert row.split() == ["5x5", "0.100", "0.410", "0.000", "60.0%", "30.0%"]
-    v4 = render_history(_entries(), include_initial_config=False, max_rounds=3)
+    v4 = render_history(_entries(), space=SPACE, include_initial_config=False, max_rounds=3)
     assert "round 0 (random start config, not shown)" in v4
     assert "0.410" not in v4 and "0.300" not in v4
     assert "60.0%" in v4.split("round 1")[0]  # round 0's results stay
     assert "0.150" in v4
-    only_last = render_history(_entries(), include_initial_config=True, max_rounds=1)
+    only_last = render_history(_entries(), space=SPACE, include_initial_config=True, max_rounds=1)
     assert "round 0" not in only_last and "round 1" in only_last
-    assert render_history([], include_initial_config=True, max_rounds=3) == "(no earlier rounds)"
+    assert render_history([], space=SPACE, include_initial_config=True, max_rounds=3) == "(no earlier rounds)"
 
 
 def test_summary_verbatim_or_placeholder():

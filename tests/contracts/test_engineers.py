@@ -1,100 +1,122 @@
-"""One suite every registered engineer passes (a new engineer gets these tests for free).
+"""One suite every registered engineer passes on every registered testbed it declares it fits
+(``registry.fitting_pairs``): a new engineer or testbed gets these tests for free.
 
-Each engineer designs two rounds on the MAPF-FrozenLake testbed from a synthetic history, with
-a scripted policy for engineers that ask a model. The contract: ``design`` returns a ``Design``;
-``project`` turns its raw proposal into a legal one; the engineer's state is JSON and survives
-a save/load round trip; the same seed gives the same design.
+Each engineer designs two rounds from a synthetic history, with a scripted policy for engineers
+that ask a model (a JSON proposal for bucket spaces, an admissible game program for pools). The
+contract: ``design`` returns a ``Design``; ``project`` turns its raw proposal into a legal one;
+the engineer's state is JSON and survives a save/load round trip; the same seed gives the same
+design.
 """
 
 from __future__ import annotations
 
 import json
+from functools import cache
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from curriculum.core.records import Design, RoundReport
+from curriculum.core.spaces import BucketSpace
 from curriculum.core.types import Completion, EvalReport
-from curriculum.registry import ENGINEERS, SHIPPED
+from curriculum.registry import ENGINEERS, fitting_pairs
 from engineers.base import DesignContext
 
-# Engineers whose proposals are not generator configs (SPADE designs programs) have their own suites.
-PARAMETRIC = [name for name in SHIPPED["engineer"] if name != "spade"]
+PAIRS = fitting_pairs()
+GAME = (Path(__file__).resolve().parents[1] / "spade" / "fixtures" / "games_guess_ok.out").read_text()
+FAST_SANDBOX = dict(workers=1, call_deadline_s=2.0, load_deadline_s=4.0, supervisor_grace_s=1.0, memory_mb=256)
+# Settings that keep a contract run small (engineers) or give a testbed a non-empty start (testbeds).
+ENGINEER_SETTINGS = {"spade": {"corpus": "none", "designs_per_round": 1, "diversity": {"embedding": "tfidf"},
+                               "sandbox": FAST_SANDBOX}}
+TESTBED_SETTINGS = {"mapf_frozenlake": ["testbed.eval_agents=[3]", "testbed.eval_instances_per_size=1"],
+                    "spade_pool": ["testbed.initial_pool=reasoning_gym", "testbed.reasoning_gym_items=12"]}
 
 
 class ScriptedPolicy:
-    """Answers every prompt with the same short reasoning and a JSON proposal."""
+    """Answers every prompt with the same text."""
 
-    def __init__(self, proposal: dict) -> None:
-        self.text = "The 3x3 maps are solved; move budget to larger maps.\n```json\n" + json.dumps(proposal) + "\n```"
+    def __init__(self, text: str) -> None:
+        self.text = text
 
     def generate(self, tasks, *, max_new_tokens=None, temperature=None, seed=0):
         return [Completion(text=self.text, num_tokens=len(self.text) // 4) for _ in tasks]
 
 
-@pytest.fixture(scope="module")
-def testbed():
+@cache
+def _testbed(name: str):
     from curriculum.config import load_config
     from curriculum.loop import build_testbed
 
-    config = load_config(None, ["testbed.eval_agents=[3]", "testbed.eval_instances_per_size=1"])
-    return build_testbed(config)
+    return build_testbed(load_config(None, [f"testbed.name={name}", *TESTBED_SETTINGS.get(name, [])]))
+
+
+def _policy(testbed) -> ScriptedPolicy:
+    if isinstance(testbed.proposal_space, BucketSpace):
+        proposal = testbed.random_proposal(np.random.default_rng(99)).model_dump(mode="json")
+        return ScriptedPolicy("The easy buckets are solved; move budget up.\n```json\n" + json.dumps(proposal) + "\n```")
+    return ScriptedPolicy(GAME)
 
 
 def _report(testbed, index: int, proposal, score: float) -> RoundReport:
-    sizes = list(proposal.model_dump()["sizes"])
-    metrics = {f"valid_rate/3agents/{s}": max(0.0, 1 - i / 6) * score for i, s in enumerate(sizes)}
-    metrics["valid_rate/3agents"] = score
+    space = testbed.proposal_space
+    buckets = space.buckets if isinstance(space, BucketSpace) else ()
+    scores = {b: max(0.0, 1 - i / 6) * score for i, b in enumerate(buckets)}
     return RoundReport(round=index, proposal=proposal.model_dump(mode="json"),
-                       train_metrics={"train/mean_reward": score}, eval=EvalReport(score=score, metrics=metrics))
+                       train_metrics={"train/mean_reward": score},
+                       eval=EvalReport(score=score, metrics={"score": score}, bucket_scores=scores))
 
 
-def _context(testbed, engineer_rounds: int, seed: int, proposal, history) -> DesignContext:
-    return DesignContext(
-        round=len(history) - 1, total_rounds=engineer_rounds, history=history, proposal=proposal,
-        testbed=testbed, rng=np.random.default_rng(seed),
-        policy=ScriptedPolicy(testbed.random_proposal(np.random.default_rng(99)).model_dump(mode="json")),
-        base_policy=None, run_info={"epochs_per_round": 3.0},
-    )
+def _context(testbed, seed: int, proposal, history) -> DesignContext:
+    return DesignContext(round=len(history) - 1, total_rounds=3, history=history, proposal=proposal,
+                         testbed=testbed, rng=np.random.default_rng(seed), policy=_policy(testbed),
+                         base_policy=None, run_info={"epochs_per_round": 3.0})
 
 
-def _make(name: str, tmp_path):
+def _make(name: str, run_dir: Path):
+    run_dir.mkdir(parents=True, exist_ok=True)
     entry = ENGINEERS.get(name)
-    config = entry.load_config().model_validate({"name": name})
-    return entry.load()(config, run_dir=str(tmp_path))
+    config = entry.load_config().model_validate({"name": name, **ENGINEER_SETTINGS.get(name, {})})
+    return entry.load()(config, run_dir=str(run_dir))
 
 
-@pytest.mark.parametrize("name", PARAMETRIC)
-def test_engineer_contract(name, testbed, tmp_path):
+def test_every_engineer_fits_some_testbed():
+    assert {e for e, _ in PAIRS} == set(ENGINEERS.names())
+
+
+@pytest.mark.parametrize(("name", "testbed_name"), PAIRS)
+def test_engineer_contract(name, testbed_name, tmp_path):
+    testbed = _testbed(testbed_name)
     engineer = _make(name, tmp_path / "a")
-    (tmp_path / "a").mkdir(exist_ok=True)
     proposal = testbed.initial_proposal(np.random.default_rng(0))
-    engineer.on_run_start(testbed, proposal)
-    history: list[RoundReport] = []
-    for index, score in enumerate((0.2, 0.35)):
-        history.append(_report(testbed, index, proposal, score))
-        design = engineer.design(_context(testbed, 3, index, proposal, history))
-        assert isinstance(design, Design)
-        legal, changes = testbed.project(design.raw, proposal)
-        assert testbed.proposal_model.model_validate(legal.model_dump()) == legal
-        state = engineer.state_dict()
-        json.dumps(state)  # the run dir stores it as JSON
-        engineer.load_state_dict(json.loads(json.dumps(state)))
-        engineer.on_round_end(history[-1])
-        proposal = legal
-    engineer.close()
+    try:
+        engineer.on_run_start(testbed, proposal)
+        history: list[RoundReport] = []
+        for index, score in enumerate((0.2, 0.35)):
+            history.append(_report(testbed, index, proposal, score))
+            design = engineer.design(_context(testbed, index, proposal, history))
+            assert isinstance(design, Design)
+            legal, changes = testbed.project(design.raw, proposal)
+            assert testbed.proposal_model.model_validate(legal.model_dump()) == legal
+            state = engineer.state_dict()
+            engineer.load_state_dict(json.loads(json.dumps(state)))  # the run dir stores it as JSON
+            engineer.on_round_end(history[-1])
+            proposal = legal
+    finally:
+        engineer.close()
 
 
-@pytest.mark.parametrize("name", PARAMETRIC)
-def test_engineer_same_seed_same_design(name, testbed, tmp_path):
+@pytest.mark.parametrize(("name", "testbed_name"), PAIRS)
+def test_engineer_same_seed_same_design(name, testbed_name, tmp_path):
+    testbed = _testbed(testbed_name)
     designs = []
     for run in ("x", "y"):
-        (tmp_path / run).mkdir()
         engineer = _make(name, tmp_path / run)
         proposal = testbed.initial_proposal(np.random.default_rng(0))
-        engineer.on_run_start(testbed, proposal)
-        history = [_report(testbed, 0, proposal, 0.3)]
-        design = engineer.design(_context(testbed, 3, 7, proposal, history))
-        designs.append(testbed.project(design.raw, proposal)[0].model_dump())
-        engineer.close()
+        try:
+            engineer.on_run_start(testbed, proposal)
+            design = engineer.design(_context(testbed, 7, proposal, [_report(testbed, 0, proposal, 0.3)]))
+            designs.append(testbed.project(design.raw, proposal)[0].model_dump())
+        finally:
+            engineer.close()
     assert designs[0] == designs[1]

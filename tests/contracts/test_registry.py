@@ -1,0 +1,121 @@
+"""Plugin identity, conformance at registration, entry points, and what fits what."""
+
+from __future__ import annotations
+
+import textwrap
+from types import SimpleNamespace
+
+import pytest
+
+from curriculum import registry as reg
+from curriculum.config import ConfigError, load_config
+from curriculum.registry import ENGINEERS, TESTBEDS, TRAINERS, PluginError, Registry
+
+NEWCOMER = textwrap.dedent('''
+    from typing import Literal
+    from curriculum.core.config import PluginConfig
+    from curriculum.core.records import Design
+    from engineers.base import Engineer
+
+    class NewcomerConfig(PluginConfig):
+        name: Literal["newcomer"] = "newcomer"
+
+    class Newcomer(Engineer):          # no name attribute: the registry's name is its name
+        def design(self, ctx):
+            return Design(raw=ctx.proposal.model_dump(mode="json"))
+
+    class Misnamed(Newcomer):
+        name = "other"
+
+    class Unfinished(Engineer):        # forgot design()
+        pass
+
+    class WrongConfig(PluginConfig):
+        name: Literal["someone_else"] = "someone_else"
+''')
+
+
+@pytest.fixture
+def plugin_module(tmp_path, monkeypatch):
+    (tmp_path / "newcomer_plugin.py").write_text(NEWCOMER)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return "newcomer_plugin"
+
+
+@pytest.mark.parametrize("registry", [TESTBEDS, ENGINEERS, TRAINERS], ids=lambda r: r.kind)
+def test_every_shipped_plugin_conforms(registry):
+    for entry in registry.entries():
+        cls, config = entry.load(), entry.load_config()
+        assert config.model_validate({"name": entry.name}).name == entry.name
+        assert "name" not in vars(cls), f"{entry.name}: the registry names plugins, the class must not"
+
+
+def test_a_newcomer_without_a_name_attribute_is_named_by_the_registry(plugin_module, tmp_path):
+    ENGINEERS.register("newcomer", f"{plugin_module}:Newcomer", f"{plugin_module}:NewcomerConfig", "test", fits=("*",))
+    try:
+        config = load_config(None, ["engineer.name=newcomer", f"output_dir={tmp_path}"])
+        engineer = ENGINEERS.get("newcomer").load()(config.engineer)
+        assert engineer.name == "newcomer"
+        assert ("newcomer", "mapf_frozenlake") in reg.fitting_pairs()
+    finally:
+        ENGINEERS.unregister("newcomer")
+
+
+@pytest.mark.parametrize(("target", "config", "message"), [
+    ("Misnamed", "NewcomerConfig", "says name = 'other' but is registered as 'newcomer'"),
+    ("Unfinished", "NewcomerConfig", "does not implement: design"),
+    ("Newcomer", "WrongConfig", "registered as 'newcomer'"),
+    ("Missing", "NewcomerConfig", "cannot import"),
+])
+def test_a_nonconforming_plugin_fails_at_first_use_with_the_fix(plugin_module, target, config, message):
+    ENGINEERS.register("newcomer", f"{plugin_module}:{target}", f"{plugin_module}:{config}", "test", fits=("*",))
+    try:
+        with pytest.raises(PluginError, match=message):
+            entry = ENGINEERS.get("newcomer")
+            entry.load_config()
+            entry.load()
+    finally:
+        ENGINEERS.unregister("newcomer")
+
+
+def test_declarations_are_checked_at_registration():
+    with pytest.raises(ValueError, match="must declare fits="):
+        Registry("engineer").register("x", "m:C", "m:D", "d")
+    with pytest.raises(ValueError, match="must declare offers="):
+        Registry("testbed").register("x", "m:C", "m:D", "d", offers="tables", tasks=("prompt",))
+    with pytest.raises(ValueError, match="must declare trains_on="):
+        Registry("trainer").register("x", "m:C", "m:D", "d")
+
+
+def test_third_party_plugins_register_through_entry_points(plugin_module, monkeypatch):
+    spec = {"target": f"{plugin_module}:Newcomer", "config": f"{plugin_module}:NewcomerConfig",
+            "description": "from a plugin package", "fits": ["buckets"]}
+    point = SimpleNamespace(name="newcomer", value="newcomer_plugin:SPEC", load=lambda: spec,
+                            dist=SimpleNamespace(name="newcomer-plugin"))
+    monkeypatch.setattr(reg.metadata, "entry_points", lambda group: [point] if group == "curriculum.engineers" else [])
+    registry = Registry("engineer")
+    registry.register("fixed", "engineers.fixed:FixedEngineer", "engineers.fixed:FixedEngineerConfig", "d",
+                      fits=("*",))
+    assert registry.names() == ["fixed", "newcomer"]
+    entry = registry.get("newcomer")
+    assert entry.source == "newcomer-plugin" and entry.fits == ("buckets",)
+    assert entry.load().__name__ == "Newcomer"
+
+
+def test_a_misfit_is_refused_at_config_time_naming_both_and_what_fits():
+    with pytest.raises(ConfigError) as err:
+        load_config(None, ["engineer.name=frontier", "testbed.name=spade_pool"])
+    text = str(err.value)
+    assert "engineer 'frontier'" in text and "testbed 'spade_pool'" in text
+    assert "Engineers for spade_pool: fixed, random, spade" in text and "testbeds for frontier: mapf_frozenlake" in text
+    with pytest.raises(ConfigError, match="trainer 'grpo' .* does not fit testbed 'spade_pool'.*Trainers for spade_pool: selfplay"):
+        load_config(None, ["engineer.name=spade", "trainer.name=grpo"])
+
+
+def test_missing_plugins_resolve_to_what_fits():
+    assert reg.resolve_names("spade") == ("spade", "spade_pool", "selfplay")
+    assert reg.resolve_names("checkpoint") == ("checkpoint", "mapf_frozenlake", "grpo")
+    assert reg.resolve_names(None, None, "simulated") == ("random", "mapf_frozenlake", "simulated")
+    assert reg.resolve_names("random", "spade_pool") == ("random", "spade_pool", "selfplay")
+    config = load_config(None, ["engineer.name=spade", "engineer.corpus=none"])
+    assert (config.testbed.name, config.trainer.name) == ("spade_pool", "selfplay")
