@@ -107,13 +107,14 @@ def eval_(
 
 @app.command(name="list", epilog="Example: curriculum list")
 def list_() -> None:
-    """List registered testbeds, engineers and trainers."""
+    """List registered testbeds, engineers and trainers, with what each fits."""
     for title, registry in (("testbeds", TESTBEDS), ("engineers", ENGINEERS), ("trainers", TRAINERS)):
         table = Table(title=title, show_header=False, title_justify="left")
         table.add_column("name", style="bold")
         table.add_column("description")
+        table.add_column("fits", style="dim")
         for entry in registry.entries():
-            table.add_row(entry.name, entry.description)
+            table.add_row(entry.name, entry.description, entry.declares())
         console.print(table)
 
 

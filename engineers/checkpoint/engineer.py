@@ -123,13 +123,43 @@ class CheckpointEngineer(Engineer):
     def design(self, ctx: DesignContext) -> Design:
         spec = self.config.context_spec()
         messages = self.messages(ctx, spec)
+        started = time.perf_counter()
+        outputs, parsed, decoding, failure = self._ask(ctx, messages)
+        found = parsed is not None and parsed.proposal is not None and looks_like_proposal(parsed.proposal)
+        raw = parsed.proposal if found and parsed is not None else None
+        summary = parsed.summary[:self.config.summary_max_chars] if parsed and parsed.summary else None
+        projected, changes = ctx.testbed.project(raw, ctx.proposal)
+        rejected = next((c for c in changes if c.path == ""), None)  # project kept the previous config
+        usable = found and rejected is None
+        status = failure or _status(usable, found, rejected, parsed)
+        self.designs += 1
+        self.usable += int(usable)
+        self.summary = summary
+        diagnostics = {
+            "status": status, "summary": summary, "engineer_model": self.config.model,
+            "context": spec.modules(), "training_details": spec.training, "decoding": decoding,
+            "attempts": len(outputs), "generation_seconds": round(time.perf_counter() - started, 2),
+            "usable_output": usable, "usable_so_far": f"{self.usable}/{self.designs}",
+            "parse": ({"method": parsed.method, "repairs": parsed.repairs, "candidates": parsed.candidates,
+                       "error": parsed.error} if parsed else None),
+            "project_changes": len(changes),
+            **self._edit_diagnostics(ctx, raw, projected.model_dump(mode="json"), summary),
+        }
+        output = outputs[0] if len(outputs) == 1 else "\n".join(
+            f"----- attempt {i + 1} -----\n{text}" for i, text in enumerate(outputs))
+        return Design(raw=raw, prompt=prompt_text(messages), output=output if outputs else None,
+                      notes={"summary": summary, "reasoning": parsed.reasoning[:4000] if parsed else None,
+                             "status": status, "diagnostics": diagnostics})
+
+    def _ask(self, ctx: DesignContext,
+             messages: list[dict[str, str]]) -> tuple[list[str], ParsedAnswer | None, str, str]:
+        """Up to ``attempts`` generations, stopping at the first that parses to a proposal; returns
+        (outputs, the last parse, the decoding used, a failure status or "")."""
         task = Task(id=f"engineer-round{ctx.round}", messages=messages)
         seed = int(ctx.rng.integers(0, 2**31 - 1))
         outputs: list[str] = []
         parsed: ParsedAnswer | None = None
         decoding = "free text + lenient parsing"
-        status: str
-        started = time.perf_counter()
         try:
             policy = self.engineer_policy(ctx)
             for attempt in range(self.config.attempts):
@@ -139,58 +169,23 @@ class CheckpointEngineer(Engineer):
                 if parsed.proposal is not None and looks_like_proposal(parsed.proposal):
                     break
         except EndpointError as err:
-            status = f"endpoint failed, kept the previous config: {err}"
-            parsed = None
-        else:
-            status = ""
-        found = parsed is not None and parsed.proposal is not None and looks_like_proposal(parsed.proposal)
-        raw = parsed.proposal if found and parsed is not None else None
-        summary = parsed.summary[:self.config.summary_max_chars] if parsed and parsed.summary else None
+            return outputs, None, decoding, f"endpoint failed, kept the previous config: {err}"
+        return outputs, parsed, decoding, ""
 
+    def _edit_diagnostics(self, ctx: DesignContext, raw: Any, projected: dict[str, Any],
+                          summary: str | None) -> dict[str, Any]:
+        """The paper's behaviour diagnostics: edit granularity (proposed and applied), movement of
+        the data mass relative to the competence frontier, and whether the summary's claims hold."""
         previous = ctx.proposal.model_dump(mode="json")
-        projected, changes = ctx.testbed.project(raw, ctx.proposal)
-        rejected = next((c for c in changes if c.path == ""), None)  # project kept the previous config
-        usable = found and rejected is None
-        if not status:
-            if usable:
-                status = "usable config"
-            elif found and rejected is not None:
-                status = f"config rejected by project ({rejected.reason})"
-            else:
-                why = parsed.error if parsed and parsed.error else "no size keys"
-                status = f"no usable config in the output ({why}); kept the previous config"
-        projected_json = projected.model_dump(mode="json")
         breakdown = ctx.history[-1].eval.breakdown if ctx.history else {}
         order = list((previous.get("sizes") or {}).keys())
-        self.designs += 1
-        self.usable += int(usable)
-        self.summary = summary
-        diagnostics = {
-            "status": status,
-            "summary": summary,
-            "engineer_model": self.config.model,
-            "context": spec.modules(),
-            "training_details": spec.training,
-            "decoding": decoding,
-            "attempts": len(outputs),
-            "generation_seconds": round(time.perf_counter() - started, 2),
-            "usable_output": usable,
-            "usable_so_far": f"{self.usable}/{self.designs}",
-            "parse": ({"method": parsed.method, "repairs": parsed.repairs, "candidates": parsed.candidates,
-                       "error": parsed.error} if parsed else None),
-            "project_changes": len(changes),
-            "edits_proposed": edit_granularity(previous, _sizes_view(raw), tolerance=self.config.edit_tolerance,
-                                               local_max_sizes=self.config.local_edit_max_sizes),
-            "edits_applied": edit_granularity(previous, projected_json, tolerance=self.config.edit_tolerance,
-                                              local_max_sizes=self.config.local_edit_max_sizes),
-            "frontier": frontier_movement(breakdown, previous, projected_json, order),
+        tolerance, local = self.config.edit_tolerance, self.config.local_edit_max_sizes
+        return {
+            "edits_proposed": edit_granularity(previous, _sizes_view(raw), tolerance=tolerance, local_max_sizes=local),
+            "edits_applied": edit_granularity(previous, projected, tolerance=tolerance, local_max_sizes=local),
+            "frontier": frontier_movement(breakdown, previous, projected, order),
             "summary_check": summary_consistency(summary, breakdown),
         }
-        output = outputs[0] if len(outputs) == 1 else "\n".join(
-            f"----- attempt {i + 1} -----\n{text}" for i, text in enumerate(outputs))
-        return Design(raw=raw, prompt=prompt_text(messages), output=output if outputs else None,
-                      notes={"summary": summary, "reasoning": parsed.reasoning[:4000] if parsed else None,
-                             "status": status, "diagnostics": diagnostics})
 
     def _generate(self, policy: Policy, task: Task, ctx: DesignContext, seed: int,
                   attempt: int) -> tuple[Completion, str]:
@@ -257,6 +252,16 @@ def _sizes_view(raw: Any) -> dict[str, Any] | None:
         if m and (m.group(2) is None or m.group(1) == m.group(2)):
             out[f"{int(m.group(1))}x{int(m.group(1))}"] = value
     return {"sizes": out}
+
+
+def _status(usable: bool, found: bool, rejected: Any, parsed: ParsedAnswer | None) -> str:
+    """What became of the engineer's answer, in words (``design.json``'s ``status``)."""
+    if usable:
+        return "usable config"
+    if found and rejected is not None:
+        return f"config rejected by project ({rejected.reason})"
+    why = parsed.error if parsed and parsed.error else "no size keys"
+    return f"no usable config in the output ({why}); kept the previous config"
 
 
 def _field_info(space: Any) -> tuple[dict[str, tuple[float, float]] | None, dict[str, str] | None]:

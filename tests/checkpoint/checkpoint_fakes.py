@@ -40,8 +40,6 @@ class ScriptedCheckpointConfig(CheckpointEngineerConfig):
 class ScriptedCheckpointEngineer(CheckpointEngineer):
     """``CheckpointEngineer`` whose engineer model is a ``ScriptedPolicy``."""
 
-    name = "checkpoint_scripted"
-
     def __init__(self, config: ScriptedCheckpointConfig, *, run_dir: str | None = None) -> None:
         super().__init__(config, run_dir=run_dir)
         self.fake = ScriptedPolicy(config.outputs)

@@ -11,4 +11,5 @@ if "checkpoint_scripted" not in ENGINEERS:
         "checkpoint_fakes:ScriptedCheckpointEngineer",
         "checkpoint_fakes:ScriptedCheckpointConfig",
         "Test only: the checkpoint engineer answering from canned outputs.",
+        fits=("buckets",),
     )

@@ -11,14 +11,6 @@ import pytest
 
 from curriculum.registry import ENGINEERS
 
-if "spade" not in ENGINEERS:
-    ENGINEERS.register(
-        "spade",
-        "engineers.spade.engineer:SpadeEngineer",
-        "engineers.spade.config:SpadeEngineerConfig",
-        "SPADE: the policy writes environment programs, admitted in the sandbox and remembered.",
-    )
-
 FIXTURES = Path(__file__).parent / "fixtures"
 FAST_SANDBOX = dict(workers=1, call_deadline_s=1.0, load_deadline_s=2.0, supervisor_grace_s=1.0,
                     memory_mb=256)

@@ -52,8 +52,6 @@ class ScriptedDesignerConfig(PluginConfig):
 class ScriptedDesigner(Engineer):
     """Hands the next step the canned designs of ``design_tasks`` in the spade_pool format."""
 
-    name = "spade_scripted"
-
     def design(self, ctx: DesignContext) -> Design:
         step = ctx.round + 1
         designs, new_envs = design_pool(step)
@@ -65,8 +63,6 @@ class ScriptedDesigner(Engineer):
 class ScriptedSelfPlayTrainer(SelfPlayTrainer):
     """The real co-training trainer with the scripted agent."""
 
-    name = "selfplay_scripted"
-
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         from cotrain_fakes import ScriptedTurnModel
@@ -75,20 +71,16 @@ class ScriptedSelfPlayTrainer(SelfPlayTrainer):
 
 
 def register() -> None:
-    from curriculum.registry import ENGINEERS, TESTBEDS, TRAINERS
+    from curriculum.registry import ENGINEERS, TRAINERS
 
     if "spade_scripted" not in ENGINEERS:
         ENGINEERS.register("spade_scripted", "spade_loop_fakes:ScriptedDesigner",
-                           "spade_loop_fakes:ScriptedDesignerConfig", "test: canned SPADE designs")
-    if "selfplay" not in TRAINERS:
-        TRAINERS.register("selfplay", "trainers.selfplay:SelfPlayTrainer", "trainers.selfplay:SelfPlayConfig",
-                          "SPADE co-training")
+                           "spade_loop_fakes:ScriptedDesignerConfig", "test: canned SPADE designs",
+                           fits=("environment_pool",))
     if "selfplay_scripted" not in TRAINERS:
         TRAINERS.register("selfplay_scripted", "spade_loop_fakes:ScriptedSelfPlayTrainer",
-                          "spade_loop_fakes:ScriptedSelfPlayConfig", "test: selfplay with a scripted agent")
-    if "spade_pool" not in TESTBEDS:
-        TESTBEDS.register("spade_pool", "testbeds.heldout.testbed:SpadeTestbed",
-                          "testbeds.heldout.testbed:SpadeTestbedConfig", "SPADE pool, held-out eval")
+                          "spade_loop_fakes:ScriptedSelfPlayConfig", "test: selfplay with a scripted agent",
+                          trains_on="pool")
 
 
 from trainers.selfplay import SelfPlayConfig  # noqa: E402

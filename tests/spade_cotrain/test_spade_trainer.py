@@ -18,11 +18,6 @@ DELAY = 2
 
 @pytest.fixture(scope="module")
 def run_config(tiny_model_dir):
-    from curriculum.registry import TRAINERS
-
-    if "selfplay" not in TRAINERS:
-        TRAINERS.register("selfplay", "trainers.selfplay:SelfPlayTrainer", "trainers.selfplay:SelfPlayConfig",
-                          "SPADE co-training")
     return validate_config({
         "model": {"name_or_path": str(tiny_model_dir)},
         "trainer": {"name": "selfplay", "learning_rate": 0.05, "beta": 0.0, "designer_delay": DELAY,
