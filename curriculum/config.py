@@ -56,7 +56,9 @@ def resolve_plugins(data: dict[str, Any]) -> dict[str, Any]:
     names = {section: section_name(data.get(section)) for section in _SECTIONS}
     try:
         resolved = resolve_names(names["engineer"], names["testbed"], names["trainer"])
-    except (MisfitError, UnknownName) as err:
+    except UnknownName as err:
+        raise ConfigError(f"invalid config:\n  {err.kind}: {err}") from None
+    except MisfitError as err:
         raise ConfigError(str(err)) from None
     out = dict(data)
     for section, name in zip(_SECTIONS, resolved, strict=True):

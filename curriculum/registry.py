@@ -103,6 +103,11 @@ def _import(path: str, entry: Entry) -> Any:
 class UnknownName(ValueError):
     """Raised for a name that is not registered; the message lists the choices."""
 
+    def __init__(self, message: str, kind: str = "") -> None:
+        super().__init__(message)
+        self.kind = kind
+        """``testbed``, ``engineer`` or ``trainer`` (the config section the name was for)."""
+
 
 _BASES = {"testbed": "testbeds.base:Testbed", "engineer": "engineers.base:Engineer",
           "trainer": "trainers.base:Trainer"}
@@ -191,7 +196,7 @@ class Registry:
             close = difflib.get_close_matches(name, self._entries, n=1)
             hint = f" Did you mean {close[0]!r}?" if close else ""
             raise UnknownName(
-                f"unknown {self.kind} {name!r}.{hint} Registered: {', '.join(self.names())}"
+                f"unknown {self.kind} {name!r}.{hint} Registered: {', '.join(self.names())}", self.kind
             ) from None
 
     def names(self) -> list[str]:
