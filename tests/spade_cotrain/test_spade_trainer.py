@@ -200,7 +200,7 @@ def test_learning_potential_from_successive_plays(run_config, levels):
             trainer.turn_model = LearningTurnModel(level)
             # same seed every step: same episode seeds, so only the agent's level changes the return
             metrics = trainer.train_round(design_tasks(0) if step == 0 else [], round_index=step, seed=11)
-            returns.append(trainer.last_env_results["guess-0"]["mean_return"])
+            returns.append(trainer.last_env_results["guess-0"].mean_return)
             designer = {r["id"]: r["reward"] for r in trainer.last_rows if r["role"] == "designer"}
             if step < DELAY:
                 assert designer == {} and metrics["spade/designer_rows"] == 0.0
