@@ -194,6 +194,7 @@ def test_parallel_admission_keeps_order(tmp_path):
 def test_frozen_base_designer_marks_designs_untrainable(tmp_path):
     """``designer: base`` (the frozen-designer ablation): the base model writes, and its designs
     reach the trainer as ``trainable: false`` (played and scored, never trained on)."""
+    from curriculum.core.pool import pool_item
     from testbeds.heldout.testbed import SpadeProposal, SpadeTestbed, SpadeTestbedConfig
 
     outputs = [fixture("games_guess_ok.out")]
@@ -214,7 +215,7 @@ def test_frozen_base_designer_marks_designs_untrainable(tmp_path):
     testbed = SpadeTestbed(SpadeTestbedConfig())
     proposal, _ = testbed.project(frozen, SpadeProposal())
     design_tasks = [t for t in testbed.sample(proposal, 0, 0) if t.data["kind"] == "design"]
-    assert [t.data["trainable"] for t in design_tasks] == [False]
+    assert [pool_item(t).trainable for t in design_tasks] == [False]
 
 
 def test_vendi_per_n_over_the_whole_run_pool(tmp_path):
