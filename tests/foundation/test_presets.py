@@ -45,10 +45,10 @@ def test_checkpoint_on_mapf_gets_the_checkpoint_cpu_preset_on_cpu_and_the_paper_
 
 
 def test_a_generic_preset_runs_the_engineer_asked_for():
-    code, out = _dry_run("--engineer", "frontier", env={"CURRICULUM_MACHINE": "cpu"})
+    code, out = _dry_run("--engineer", "optuna", env={"CURRICULUM_MACHINE": "cpu"})
     assert code == 0, out
-    assert "configs/mapf_cpu_demo.yaml" in out and "with engineer frontier in place of the file's" in out
-    assert "engineer: frontier   trainer: grpo" in out and "forced by CURRICULUM_MACHINE=cpu" in out
+    assert "configs/mapf_cpu_demo.yaml" in out and "with engineer optuna in place of the file's" in out
+    assert "engineer: optuna   trainer: grpo" in out and "forced by CURRICULUM_MACHINE=cpu" in out
 
 
 def test_a_config_file_wins_over_presets():
