@@ -234,7 +234,7 @@ TESTBEDS.register(
     "testbeds.mapf_frozenlake.testbed:MAPFTestbed",
     "testbeds.mapf_frozenlake.testbed:MAPFTestbedConfig",
     "Multi-agent path finding on FrozenLake grids; the engineer edits per-size generator ratios.",
-    offers="buckets", tasks=("prompt", "mapf"),
+    offers="buckets", tasks=("prompt", "mapf", "bucketed"),
 )
 TESTBEDS.register(
     "spade_pool",
@@ -274,6 +274,27 @@ ENGINEERS.register(
     fits=("buckets",),
 )
 ENGINEERS.register(
+    "learnability",
+    "engineers.learnability:LearnabilityEngineer",
+    "engineers.learnability:LearnabilityEngineerConfig",
+    "Budget proportional to p(1-p) per bucket (success rate from the evals), with an exploration floor.",
+    fits=("buckets",),
+)
+ENGINEERS.register(
+    "rlve",
+    "engineers.rlve:RLVEEngineer",
+    "engineers.rlve:RLVEEngineerConfig",
+    "RLVE sliding difficulty window per environment (slides at 90% accuracy over >= 8 samples, width 4).",
+    fits=("buckets",),
+)
+ENGINEERS.register(
+    "plr",
+    "engineers.plr:PLREngineer",
+    "engineers.plr:PLREngineerConfig",
+    "Prioritized level replay over buckets (rank + staleness on GRPO reward spread), ACCEL mutation.",
+    fits=("buckets",),
+)
+ENGINEERS.register(
     "checkpoint",
     "engineers.checkpoint.engineer:CheckpointEngineer",
     "engineers.checkpoint.config:CheckpointEngineerConfig",
@@ -301,7 +322,7 @@ TRAINERS.register(
     "trainers.simulated:SimulatedTrainer",
     "trainers.simulated:SimulatedConfig",
     "A documented parametric learning-dynamics simulation (not a model) for fast benchmarks.",
-    trains_on="mapf",
+    trains_on="bucketed",
 )
 TRAINERS.register(
     "selfplay",

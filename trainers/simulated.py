@@ -5,11 +5,16 @@ seconds on a CPU, under learning dynamics whose shape is known and documented. N
 with it are never model results; ``curriculum compare`` says so in its table title and JSON.
 The equations are documented in ``docs/simulated_learner.md``; in short:
 
-State: a competence c_s for each map size s (``3x3`` … ``10x10``), starting at c_0.
+State: a competence c_b for each bucket b of the testbed's bucket proposal space
+(``testbeds.buckets``; MAPF-FrozenLake: the map sizes ``3x3`` … ``10x10``; reasoning-gym: each
+task × difficulty level), starting at c_0. Buckets are grouped into environments, easiest first
+(``groups_of``); r_b is b's rank in its group (MAPF: one group, r = n − 3 for side n;
+reasoning-gym: the difficulty level).
 
-Difficulty of a task with side n, k agents, hole ratio h and needs-wait flag w ∈ {0, 1}::
+Difficulty of a task in bucket b with k agents, hole ratio h and needs-wait flag w ∈ {0, 1}
+(the last three only where the task has them; otherwise k = 2, h = 0, w = 0)::
 
-    d(task) = β_n·(n − 3) + β_k·(k − 2) + β_h·h + β_w·w
+    d(task) = β_n·r_b + β_k·(k − 2) + β_h·h + β_w·w
 
 Success probabilities (logistic in the competence gap, slope a; optimality needs a margin m)::
 
@@ -17,17 +22,24 @@ Success probabilities (logistic in the competence gap, slope a; optimality needs
 
 Training on a round's N tasks runs in S equal steps. In each step, for every size j::
 
-    g_j = (η / N) · Σ_{t in step} 4·p_t(1 − p_t) · τ^{|n_t − n_j|}     (learning; peaks at p = ½)
-    e_j = (1 / N) · Σ_{t in step} τ^{|n_t − n_j|} · S                   (exposure, transfer included)
+    K(t, j) = τ^{|r_t − r_j|} in the same group, γ·τ^{|r_t − r_j|} across groups (γ = group_transfer)
+    g_j = (η / N) · Σ_{t in step} 4·p_t(1 − p_t) · K(t, j)             (learning; peaks at p = ½)
+    e_j = (1 / N) · Σ_{t in step} K(t, j) · S                           (exposure, transfer included)
     f_j = φ/S · max(0, 1 − e_j / e_min) · (c_j − c_floor)               (forgetting toward the floor)
     c_j ← c_j + g_j · exp(σ_ξ·ξ_j − σ_ξ²/2) − f_j,   ξ_j ~ N(0, 1)     (multiplicative noise)
 
-so far-too-easy (p ≈ 1) and far-too-hard (p ≈ 0) instances teach little, training at one size
-transfers to neighbouring sizes with factor τ per side step, and sizes the round barely touches
+so far-too-easy (p ≈ 1) and far-too-hard (p ≈ 0) instances teach little, training at one level
+transfers to neighbouring levels with factor τ per step, and buckets the round barely touches
 drift back toward c_floor.
 
+Training metrics include, per bucket, the statistics of ``trainers/bucket_stats.py`` over
+G = ``group_size`` simulated answers per training task (their rewards from the testbed's real
+``score``), as a GRPO round would report them.
+
 Answers: for every task the policy draws u ~ U(0, 1) from a stream seeded by (policy seed, call
-seed, task id) and returns **plan text in the canonical format** (``Agent i: (r,c) ...``):
+seed, task id). A testbed with a ``simulated_answer(task, correct, rng)`` method (reasoning-gym)
+turns u < p_valid into its text (a correct answer, else a wrong or unformatted one). On
+MAPF-FrozenLake the policy returns **plan text in the canonical format** (``Agent i: (r,c) ...``):
 the instance's stored optimal plan if u < p_optimal; a valid plan one wait longer if
 p_optimal ≤ u < p_valid (the first single-wait insertion the real validator accepts; the optimal
 plan if none exists); otherwise a plan with one plausible defect — a truncated path
@@ -53,7 +65,9 @@ from pydantic import Field
 from curriculum.core.config import PluginConfig
 from curriculum.core.types import Completion, Task
 from testbeds.base import Testbed
+from testbeds.buckets import groups_of, space_of
 from trainers.base import LogFn, Trainer
+from trainers.bucket_stats import bucket_metrics
 
 STATE_FILE = "simulated_state.json"
 """File written by ``save`` inside the checkpoint directory."""
@@ -89,7 +103,11 @@ class SimulatedConfig(PluginConfig):
     learning_rate: float = Field(0.8, ge=0.0)
     """η: competence gained per round when every task sits exactly at the frontier (p = ½)."""
     transfer: float = Field(0.5, ge=0.0, le=1.0)
-    """τ: share of a size's learning (and exposure) that reaches a size one side step away."""
+    """τ: share of a bucket's learning (and exposure) that reaches a bucket one level away."""
+    group_transfer: float = Field(0.0, ge=0.0, le=1.0)
+    """γ: extra factor on transfer between buckets of different groups (environments)."""
+    group_size: int = Field(4, ge=1)
+    """G: simulated answers per training task behind the per-bucket reward statistics."""
     forgetting: float = Field(0.3, ge=0.0, le=1.0)
     """φ: share of the gap to the floor lost per round by a size with no exposure."""
     min_exposure: float = Field(0.1, gt=0.0)
@@ -120,13 +138,31 @@ def side_of(size: str) -> int:
     return int(str(size).split("x")[0])
 
 
-def difficulty(features: dict[str, Any], config: SimulatedConfig) -> float:
-    """d(task) = β_n·(n − 3) + β_k·(k − 2) + β_h·h + β_w·w."""
-    n = side_of(features["size"])
+Layout = dict[str, tuple[str, int]]
+"""Bucket → (group, rank in the group)."""
+
+MAPF_LAYOUT: Layout = {s: ("all", side_of(s) - 3) for s in SIZES}
+"""MAPF-FrozenLake's layout: one group, rank n − 3 for side n."""
+
+
+def layout_of(testbed: Testbed) -> Layout:
+    """The (group, rank) of every bucket of the testbed's bucket space."""
+    space = space_of(testbed)
+    return {b: (g, i) for g, levels in groups_of(testbed, space).items() for i, b in enumerate(levels)}
+
+
+def bucket_of(features: dict[str, Any]) -> str:
+    """A task's bucket (``features["bucket"]``; MAPF feature dicts without it: their size)."""
+    return str(features["bucket"] if "bucket" in features else features["size"])
+
+
+def difficulty(features: dict[str, Any], config: SimulatedConfig, layout: Layout = MAPF_LAYOUT) -> float:
+    """d(task) = β_n·r_b + β_k·(k − 2) + β_h·h + β_w·w."""
+    r = layout[bucket_of(features)][1]
     k = int(features.get("agents", 2))
     h = float(features.get("hole_ratio", 0.0))
     w = 1.0 if features.get("needs_wait") else 0.0
-    return (config.size_difficulty * (n - 3) + config.agent_difficulty * (k - 2)
+    return (config.size_difficulty * r + config.agent_difficulty * (k - 2)
             + config.hole_difficulty * h + config.wait_difficulty * w)
 
 
@@ -141,9 +177,15 @@ def transfer_kernel(n_from: int, n_to: int, tau: float) -> float:
     return tau ** abs(n_from - n_to)
 
 
+def bucket_kernel(a: tuple[str, int], b: tuple[str, int], config: SimulatedConfig) -> float:
+    """K: τ^{|r_a − r_b|}, times γ across groups."""
+    k = transfer_kernel(a[1], b[1], config.transfer)
+    return k if a[0] == b[0] else config.group_transfer * k
+
+
 def update_competence(competence: dict[str, float], features: Sequence[dict[str, Any]],
-                      config: SimulatedConfig, *, total_tasks: int, rng: np.random.Generator
-                      ) -> tuple[dict[str, float], dict[str, float]]:
+                      config: SimulatedConfig, *, total_tasks: int, rng: np.random.Generator,
+                      layout: Layout = MAPF_LAYOUT) -> tuple[dict[str, float], dict[str, float]]:
     """One training step over ``features`` (a 1/S slice of the round's ``total_tasks`` tasks).
 
     Returns the new competence and the step's per-size gains g_j (before noise).
@@ -153,11 +195,11 @@ def update_competence(competence: dict[str, float], features: Sequence[dict[str,
     gains = {s: 0.0 for s in competence}
     exposure = {s: 0.0 for s in competence}
     for f in features:
-        n_t = side_of(f["size"])
-        p, _ = success_probabilities(competence[f["size"]], difficulty(f, config), config)
+        b_t = bucket_of(f)
+        p, _ = success_probabilities(competence[b_t], difficulty(f, config, layout), config)
         signal = 4.0 * p * (1.0 - p)
         for s in competence:
-            k = transfer_kernel(n_t, side_of(s), config.transfer)
+            k = bucket_kernel(layout[b_t], layout[s], config)
             gains[s] += config.learning_rate / total_tasks * signal * k
             exposure[s] += k * S / total_tasks
     new = {}
@@ -281,18 +323,29 @@ def approx_tokens(text: str) -> int:
 class SimulatedPolicy:
     """Answers tasks from a frozen copy of the competence (see ``answer``)."""
 
-    def __init__(self, competence: dict[str, float], config: SimulatedConfig, policy_seed: int) -> None:
+    def __init__(self, competence: dict[str, float], config: SimulatedConfig, policy_seed: int,
+                 testbed: Testbed | None = None, layout: Layout = MAPF_LAYOUT) -> None:
         self.competence = dict(competence)
         self.config = config
         self.policy_seed = policy_seed
+        self.layout = layout
+        self.render = getattr(testbed, "simulated_answer", None)
+        """The testbed's own answer renderer (module docstring), or ``None`` for MAPF plans."""
         self.progress = None
+
+    def answer_text(self, task: Task, seed: int) -> str:
+        rng = task_stream(self.policy_seed, seed, task.id)
+        if self.render is None:
+            return answer(task, self.competence, self.config, rng)[0]
+        c = self.competence.get(bucket_of(task.features), self.config.initial_competence)
+        p_valid, _ = success_probabilities(c, difficulty(task.features, self.config, self.layout), self.config)
+        return self.render(task, bool(rng.random() < p_valid), rng)
 
     def generate(self, tasks: Sequence[Task], *, max_new_tokens: int | None = None,
                  temperature: float | None = None, seed: int = 0) -> list[Completion]:
         out = []
         for task in tasks:
-            text, _ = answer(task, self.competence, self.config,
-                             task_stream(self.policy_seed, seed, task.id))
+            text = self.answer_text(task, seed)
             out.append(Completion(text=text, num_tokens=approx_tokens(text)))
             if self.progress is not None:
                 self.progress(1)
@@ -306,18 +359,23 @@ class SimulatedTrainer(Trainer):
         super().__init__(run_config, testbed)
         self.run_dir = run_dir
         self.config: SimulatedConfig = run_config.trainer
+        self.layout = layout_of(testbed)
         self.competence: dict[str, float] = {}
         self.policy_seed = 0
         self.rounds_trained = 0
 
     def setup(self, checkpoint: Path | None) -> None:
         if checkpoint is None:
-            self.competence = {s: self.config.initial_competence for s in SIZES}
+            self.competence = {b: self.config.initial_competence for b in self.layout}
             self.policy_seed = 0
             self.rounds_trained = 0
             return
         state = json.loads((Path(checkpoint) / STATE_FILE).read_text())
-        self.competence = {s: float(state["competence"][s]) for s in SIZES}
+        missing = [b for b in self.layout if b not in state["competence"]]
+        if missing:
+            raise ValueError(f"{checkpoint}: the saved simulated learner has no competence for buckets "
+                             f"{missing[:5]} of this testbed (was it saved for another testbed?)")
+        self.competence = {b: float(state["competence"][b]) for b in self.layout}
         self.policy_seed = int(state["policy_seed"])
         self.rounds_trained = int(state["rounds_trained"])
 
@@ -328,12 +386,12 @@ class SimulatedTrainer(Trainer):
         rng = np.random.default_rng([seed, 0x53494D])
         S = self.config.steps_per_round
         features = [t.features for t in tasks]
-        before = [success_probabilities(self.competence[f["size"]], difficulty(f, self.config),
+        before = [success_probabilities(self.competence[bucket_of(f)], difficulty(f, self.config, self.layout),
                                         self.config)[0] for f in features]
         for step in range(S):
             chunk = features[step::S]
             self.competence, gains = update_competence(self.competence, chunk, self.config,
-                                                       total_tasks=len(tasks), rng=rng)
+                                                       total_tasks=len(tasks), rng=rng, layout=self.layout)
             if log is not None:
                 log({"round": round_index, "step": step + 1,
                      "reward": float(np.mean([before[i] for i in range(step, len(features), S)]))
@@ -341,23 +399,32 @@ class SimulatedTrainer(Trainer):
                      "gain": float(sum(gains.values()))})
         self.policy_seed = seed
         self.rounds_trained += 1
-        # Score simulated answers to the training tasks with the testbed's real reward.
-        policy = self.policy()
-        completions = policy.generate(tasks, seed=seed)
-        rewards = [self.testbed.score(t, c)[0] for t, c in zip(tasks, completions)]
         p = np.array(before)
         metrics = {
             "expected_success": float(p.mean()),
             "learning_signal": float((4 * p * (1 - p)).mean()),
-            "reward": float(np.mean(rewards)),
+            **self._scored_groups(tasks, seed),
             "tasks": float(len(tasks)),
             "simulated": 1.0,
         }
         metrics.update({f"competence/{s}": float(c) for s, c in self.competence.items()})
         return metrics
 
+    def _scored_groups(self, tasks: Sequence[Task], seed: int) -> dict[str, float]:
+        """Mean reward of G simulated answers per training task, scored by the testbed's real
+        reward, and the per-bucket statistics of ``trainers/bucket_stats.py``."""
+        policy = self.policy()
+        buckets, groups, rewards = [], [], []
+        for g in range(self.config.group_size):
+            completions = policy.generate(tasks, seed=seed + 7919 * g)
+            for i, (t, c) in enumerate(zip(tasks, completions, strict=True)):
+                buckets.append(bucket_of(t.features))
+                groups.append(i)
+                rewards.append(self.testbed.score(t, c)[0])
+        return {"reward": float(np.mean(rewards)), **bucket_metrics(buckets, groups, rewards)}
+
     def policy(self) -> SimulatedPolicy:
-        return SimulatedPolicy(self.competence, self.config, self.policy_seed)
+        return SimulatedPolicy(self.competence, self.config, self.policy_seed, self.testbed, self.layout)
 
     def save(self, directory: Path) -> None:
         directory = Path(directory)

@@ -22,7 +22,9 @@ engineer that fits ``ANY`` only uses the testbed's own ``initial_proposal`` /
 Task kinds (``TASK_KINDS``) say what a testbed's tasks are, so a trainer can declare what it
 trains on: ``prompt`` (a single-turn prompt scored by ``testbed.score``), ``pool`` (SPADE's
 environment and design tasks), ``mapf`` (prompts carrying a MAPF-FrozenLake instance, which the
-``simulated`` learner models).
+``simulated`` learner models), ``bucketed`` (prompts naming their bucket of the testbed's
+``BucketSpace`` in ``features["bucket"]``, which the ``simulated`` learner answers: MAPF plans, or
+the testbed's own ``simulated_answer``).
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ SPACE_KINDS = ("buckets", "environment_pool")
 """Every kind of proposal space a testbed can offer."""
 ANY = "*"
 """An engineer that fits every proposal space."""
-TASK_KINDS = ("prompt", "pool", "mapf")
+TASK_KINDS = ("prompt", "pool", "mapf", "bucketed")
 """Every kind of task a testbed can produce (module docstring)."""
 
 

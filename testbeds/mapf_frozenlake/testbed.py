@@ -161,7 +161,7 @@ class MAPFTestbed(Testbed):
             id=inst.id or "",
             messages=render_prompt(inst, self.config.prompt_style),
             data=inst.to_dict(),
-            features={"size": inst.size, "agents": inst.num_agents,
+            features={"bucket": inst.size, "size": inst.size, "agents": inst.num_agents,
                       "hole_ratio": inst.hole_ratio, "needs_wait": bool(inst.needs_wait),
                       "optimal_cost": inst.optimal_cost},
         )
