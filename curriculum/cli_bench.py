@@ -21,7 +21,8 @@ def register(app: typer.Typer) -> None:
     @app.command(epilog=COMPARE_EXAMPLE)
     def compare(
         engineers: Annotated[str, typer.Option(help=f"Comma-separated engineers: {', '.join(ENGINEERS.names())}.")],
-        testbed: Annotated[str, typer.Option(help=f"Testbed: {', '.join(TESTBEDS.names())}.")] = "mapf_frozenlake",
+        testbed: Annotated[Optional[str], typer.Option(help=f"Testbed: {', '.join(TESTBEDS.names())} "
+                                                      "(default: the config's).")] = None,
         seeds: Annotated[int, typer.Option(min=1, help="Number of seeds (0..N-1), the same for every engineer.")] = 3,
         rounds: Annotated[Optional[int], typer.Option(min=1, help="Rounds per run (default: the config's).")] = None,
         out: Annotated[Path, typer.Option(help="Output directory (runs, compare.json, plots).")] = Path("runs/compare"),
@@ -29,7 +30,7 @@ def register(app: typer.Typer) -> None:
             help=f"Trainer: {', '.join(TRAINERS.names())} (simulated: a learning-dynamics model, "
                  "not a language model).")] = None,
         config: Annotated[Optional[Path], typer.Option("--config", "-c", help="Base YAML run config for every run "
-                          "(default for --trainer simulated: configs/mapf_simulated.yaml).")] = None,
+                          "(default for --trainer simulated: configs/<testbed>_simulated.yaml).")] = None,
         set_: Annotated[list[str], typer.Option("--set", help="Override for every run, e.g. tasks_per_round=64; "
                         "engineers.<name>.<key>=v for one engineer only.")] = [],
         jobs: Annotated[int, typer.Option(min=1, help="Runs in parallel (processes).")] = 1,

@@ -39,7 +39,8 @@ import yaml
 from curriculum.config import ConfigError, RunConfig, apply_overrides, read_config_file, validate_config
 from curriculum.registry import ENGINEERS
 from curriculum.report import (RunSummary, plot_distribution, plot_final_by_size, plot_score_curves,
-                               rates_by_size)
+                               bucket_order, rates_by_size)
+
 from curriculum.rundir import RunDir, write_json
 from curriculum.stats import bootstrap_mean_ci, bootstrap_mean_ci_columns, pairwise_differences
 
@@ -48,11 +49,13 @@ SIMULATED_NOTICE = ("SIMULATED LEARNER: these numbers come from trainers/simulat
                     "under that model and are not results of any language model.")
 """Stated in the table title and ``compare.json`` whenever the trainer is ``simulated``."""
 
+_CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 DEFAULT_CONFIGS = {
-    "simulated": Path(__file__).resolve().parents[1] / "configs" / "mapf_simulated.yaml",
-    "grpo": Path(__file__).resolve().parents[1] / "configs" / "mapf_compare_cpu.yaml",
+    ("simulated", "mapf_frozenlake"): _CONFIGS / "mapf_simulated.yaml",
+    ("simulated", "reasoning_gym"): _CONFIGS / "reasoning_gym_simulated.yaml",
+    ("grpo", "mapf_frozenlake"): _CONFIGS / "mapf_compare_cpu.yaml",
 }
-"""Base config used when ``--config`` is not given, per trainer."""
+"""Base config used when ``--config`` is not given, per (trainer, testbed; default MAPF)."""
 
 
 @dataclass
@@ -60,7 +63,8 @@ class CompareSpec:
     """One comparison: what ``curriculum compare`` parses its arguments into."""
 
     engineers: list[str]
-    testbed: str = "mapf_frozenlake"
+    testbed: str | None = None
+    """``None``: the config's testbed (``DEFAULT_CONFIGS``: MAPF-FrozenLake)."""
     seeds: int = 3
     rounds: int | None = None
     out: Path = Path("runs/compare")
@@ -127,8 +131,9 @@ def split_overrides(overrides: list[str], engineers: list[str]) -> tuple[list[st
 
 def _base_data(spec: CompareSpec) -> dict[str, Any]:
     path = spec.config
-    if path is None and spec.trainer in DEFAULT_CONFIGS and DEFAULT_CONFIGS[spec.trainer].is_file():
-        path = DEFAULT_CONFIGS[spec.trainer]
+    default = DEFAULT_CONFIGS.get((spec.trainer or "", spec.testbed or "mapf_frozenlake"))
+    if path is None and default is not None and default.is_file():
+        path = default
     if path is None:
         return {}
     return read_config_file(path)
@@ -316,8 +321,7 @@ def summarize(spec: CompareSpec, summaries: dict[tuple[str, int], RunSummary],
               outcomes: list[RunOutcome], rounds: int) -> dict[str, Any]:
     """The content of ``compare.json`` (plots are added by ``compare``)."""
     simulated = any(s.simulated for s in summaries.values())
-    sizes = sorted({k for s in summaries.values() for m in s.metrics for k in rates_by_size(m)},
-                   key=lambda x: int(x.split("x")[0]))
+    sizes = sorted({k for s in summaries.values() for m in s.metrics for k in rates_by_size(m)}, key=bucket_order)
     runs = []
     finals: dict[str, dict[int, float]] = {e: {} for e in spec.engineers}
     per_engineer: dict[str, Any] = {}
@@ -358,7 +362,7 @@ def summarize(spec: CompareSpec, summaries: dict[tuple[str, int], RunSummary],
     return {
         "simulated": simulated,
         "notice": SIMULATED_NOTICE if simulated else "",
-        "testbed": spec.testbed,
+        "testbed": next((s.config["testbed"]["name"] for s in summaries.values()), spec.testbed),
         "trainer": next((s.config["trainer"]["name"] for s in summaries.values()), spec.trainer),
         "engineers": spec.engineers,
         "seeds": spec.seed_list,

@@ -237,6 +237,13 @@ TESTBEDS.register(
     offers="buckets", tasks=("prompt", "mapf", "bucketed"),
 )
 TESTBEDS.register(
+    "reasoning_gym",
+    "testbeds.reasoning_gym.testbed:ReasoningGymTestbed",
+    "testbeds.reasoning_gym.testbed:ReasoningGymTestbedConfig",
+    "reasoning-gym tasks x difficulty levels (from its curricula); the engineer edits per-level data shares.",
+    offers="buckets", tasks=("prompt", "bucketed"),
+)
+TESTBEDS.register(
     "spade_pool",
     "testbeds.heldout.testbed:SpadeTestbed",
     "testbeds.heldout.testbed:SpadeTestbedConfig",

@@ -35,18 +35,31 @@ _RATE = re.compile(r"^(valid|optimal)_rate/(\d+)agents/(\d+x\d+)$")
 _SUITE = re.compile(r"^(valid|optimal)_rate/(\d+)agents$")
 
 
-def _side(size: str) -> int:
-    return int(size.split("x")[0])
+_LEVEL_RATE = re.compile(r"^accuracy/([^/]+)/L(\d+)$")
+"""Bucket-space testbeds (reasoning-gym): accuracy per task and level, bucket ``<task>:<level>``."""
+
+
+def bucket_order(size: str) -> tuple[int, str, int]:
+    """Plot order of buckets: MAPF sizes by side; ``<task>:<level>`` buckets by task, then level."""
+    if re.fullmatch(r"\d+x\d+", size):
+        return (int(size.split("x")[0]), "", 0)
+    task, _, level = size.rpartition(":")
+    return (0, task, int(level)) if level.isdigit() else (0, size, 0)
 
 
 def rates_by_size(metrics: dict[str, float], kind: str = "valid") -> dict[str, float]:
-    """Per map size, the mean of ``<kind>_rate/<k>agents/<size>`` over the agent counts present."""
+    """Per map size, the mean of ``<kind>_rate/<k>agents/<size>`` over the agent counts present;
+    per ``<task>:<level>`` bucket its ``accuracy/<task>/L<level>`` (both kinds: a reasoning-gym
+    answer is right or wrong)."""
     acc: dict[str, list[float]] = {}
     for key, value in metrics.items():
         m = _RATE.match(key)
         if m and m.group(1) == kind:
             acc.setdefault(m.group(3), []).append(float(value))
-    return {s: float(np.mean(acc[s])) for s in sorted(acc, key=_side)}
+        m = _LEVEL_RATE.match(key)
+        if m:
+            acc.setdefault(f"{m.group(1)}:{m.group(2)}", []).append(float(value))
+    return {s: float(np.mean(acc[s])) for s in sorted(acc, key=bucket_order)}
 
 
 def suite_rates(metrics: dict[str, float], kind: str = "valid") -> dict[int, float]:
@@ -237,7 +250,7 @@ def plot_run_metrics(summary: RunSummary, path: Path) -> Path:
     left.grid(alpha=0.3)
     left.legend(fontsize="small")
     left.set_title("eval metrics per round")
-    sizes = sorted({s for m in metrics for s in rates_by_size(m)}, key=_side)
+    sizes = sorted({s for m in metrics for s in rates_by_size(m)}, key=bucket_order)
     grid = np.array([[rates_by_size(m).get(s, np.nan) for s in sizes] for m in metrics])
     image = right.imshow(np.atleast_2d(grid), aspect="auto", cmap="magma", vmin=0, vmax=1)
     right.set_xticks(np.arange(len(sizes)), sizes, rotation=90)

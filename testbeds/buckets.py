@@ -128,8 +128,9 @@ def project_buckets(space: BucketSpace, raw: Any, previous: Mapping[str, Bucket]
         knobs[b] = {k.name: _bucket_value(space, items, b, k.name, previous[b].knobs[k.name], k.low, k.high, changes)
                     for k in space.knobs}
     total = sum(shares.values())
-    fixed = normalise(shares)
+    fixed = shares
     if abs(total - 1.0) > 1e-9:
+        fixed = normalise(shares)
         changes.append(Change(path=f"{space.container}.*.{space.share_key}", proposed=total, applied=1.0,
                               reason="shares renormalised to sum 1" if total > 0 else "all shares zero: uniform"))
     return {b: Bucket(share=fixed[b], knobs=knobs[b]) for b in space.buckets}, changes

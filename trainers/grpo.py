@@ -33,6 +33,7 @@ from curriculum.core.config import PluginConfig
 from curriculum.core.types import Completion, Policy, Task
 from testbeds.base import Testbed
 from trainers.base import LogFn, Trainer
+from trainers.bucket_stats import bucket_metrics
 from trainers.generation import TransformersPolicy, VLLMPolicy, VLLMServerPolicy, choose_backend
 from trainers.models import load_model, resolve_model_path
 from trainers.warmstart import WarmStartConfig
@@ -290,6 +291,7 @@ class GRPOTrainerAdapter(Trainer):
         warm, self._warm_metrics = self._warm_metrics, {}  # reported with the first round trained
         dataset = Dataset.from_list([{"prompt": t.messages, "task_index": i} for i, t in enumerate(by_index)])
         scored: list[dict[str, Any]] = []
+        groups: dict[tuple[int, int], int] = {}
         testbed = self.testbed
 
         def reward(prompts: list, completions: list, completion_ids: list, task_index: list[int],
@@ -297,11 +299,15 @@ class GRPOTrainerAdapter(Trainer):
             batch = [Completion(text=_completion_text(c), num_tokens=len(ids))
                      for c, ids in zip(completions, completion_ids, strict=True)]
             rewards = []
+            call = len(groups)  # distinct for every reward call (each adds groups)
             for idx, completion in zip(task_index, batch, strict=True):
                 value, verdict = testbed.score(by_index[idx], completion)
                 rewards.append(value)
+                # A prompt's completions in one reward call form its GRPO group (on this rank).
+                group = groups.setdefault((call, idx), len(groups))
                 scored.append({"reward": value, "valid": float(bool(verdict.get("valid", False))),
-                               "tokens": completion.num_tokens})
+                               "tokens": completion.num_tokens, "group": group,
+                               "bucket": str(by_index[idx].features.get("bucket", ""))})
             # The reward's length EMA is global: every rank observes every rank's completions.
             lengths = [n for part in distributed.gather([c.num_tokens for c in batch]) for n in part]
             testbed.observe_training_batch([Completion(text="", num_tokens=n) for n in lengths])
@@ -334,6 +340,7 @@ class GRPOTrainerAdapter(Trainer):
             "train/mean_tokens": sum(s["tokens"] for s in scored) / n,
             "train/completions": float(len(scored)),
             "train/seconds": float(result.metrics.get("train_runtime", 0.0)),
+            **_bucket_stats(scored),
             **warm,
         }
 
@@ -401,3 +408,12 @@ def _cuda() -> bool:
     import torch
 
     return torch.cuda.is_available()
+
+
+def _bucket_stats(scored: list[dict[str, Any]]) -> dict[str, float]:
+    """Per-bucket count, success and group reward spread of a round (``trainers/bucket_stats.py``)
+    over this rank's completions of tasks that name their bucket."""
+    rows = [s for s in scored if s["bucket"]]
+    if not rows:
+        return {}
+    return bucket_metrics([s["bucket"] for s in rows], [s["group"] for s in rows], [s["reward"] for s in rows])

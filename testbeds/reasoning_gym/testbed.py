@@ -1,0 +1,278 @@
+"""``reasoning_gym``: reasoning-gym's procedural tasks as a parametric generator for curricula.
+
+Proposal space (``testbeds.buckets.BucketSpace``, no knobs): one **bucket per (task, difficulty
+level)**, named ``<task>:<level>``; its share is that level's part of the round's training data.
+A task's data share is the sum of its buckets' shares, its difficulty settings the distribution
+over its levels. The levels come from the library, not from us: the task's curriculum
+(``reasoning_gym.create_curriculum(task)``) declares attributes, each with a list of levels
+(``AttributeDefinition.levels``). Level L of a task sets every attribute to its level
+min(L, len(levels) − 1) and builds the dataset config with the curriculum's
+``generate_configuration`` in ``RangeAttributeMode.UPPER_BOUND`` (a range attribute then spans
+exactly its level-L segment, so level L means level L, not "level ≤ L"). A task has
+min(``max_levels``, max over attributes of len(levels)) levels. Buckets are grouped per task
+(``bucket_groups``), easiest level first — RLVE's per-environment ladder.
+
+* ``sample(proposal, n, seed)``: largest-remainder counts per bucket, each bucket's items from its
+  level config with a seed derived from (seed, bucket) in the training range; the prompt is the
+  item's question plus "Put your final answer inside \\boxed{}" (as the held-out eval).
+* ``score``: the dataset's own verifier ``score_answer`` on the last ``\\boxed{}`` content (the
+  whole reply without one); reward = that score (1 correct; partial credit where the task defines it).
+* ``evaluate``: a fixed suite of ``eval_per_bucket`` items per bucket from ``eval_seed`` (disjoint
+  from training seeds). ``score`` = mean over buckets of the accuracy (share of answers scoring 1);
+  metrics ``accuracy/<task>`` and ``accuracy/<task>/L<level>``; ``bucket_scores``, ``breakdown["bucket_counts"]`` and, per task and level, the failure counts ``correct`` / ``partial``
+  (0 < score < 1) / ``wrong`` (boxed answer scoring 0) / ``no_answer`` (no ``\\boxed{}``).
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import json
+from collections.abc import Sequence
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from curriculum.core.spaces import BucketSpace
+from curriculum.core.types import Change, Completion, EvalReport, Policy, Task
+from testbeds.base import Testbed
+from testbeds.buckets import allocate, project_buckets
+from testbeds.heldout.reasoning import INSTRUCTION, answer_of
+
+SMALL_TASKS = ("chain_sum", "spell_backward", "letter_counting", "gcd")
+"""A small CPU task set: short questions, short exact answers."""
+TRAIN_SEED_BASE = 40_000_000
+"""Training items draw seeds from here on; eval items from ``eval_seed`` (default 30_000_000)."""
+
+
+class BucketShare(BaseModel):
+    """One (task, level) bucket of a reasoning-gym proposal."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    share: float = Field(ge=0.0, le=1.0)
+    """Share of the round's training items drawn from this task at this level."""
+
+
+class ReasoningGymProposal(BaseModel):
+    """What an engineer edits: per ``<task>:<level>`` bucket, its share (shares sum to 1)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    buckets: dict[str, BucketShare]
+    """Bucket name → share."""
+
+
+class ReasoningGymTestbedConfig(BaseModel):
+    """Settings of the reasoning-gym testbed (the ``testbed`` section of a run config)."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    name: Literal["reasoning_gym"] = "reasoning_gym"
+    """Registry name."""
+    tasks: list[str] = Field(default_factory=lambda: list(SMALL_TASKS), min_length=1)
+    """reasoning-gym dataset names that have a curriculum (``curriculum list`` cannot show them all;
+    ``python -c "import reasoning_gym.factory as f; print(sorted(f.CURRICULA))"`` does)."""
+    max_levels: int = Field(4, ge=1, le=20)
+    """Most difficulty levels per task (a task with fewer declared levels keeps its own number)."""
+    eval_per_bucket: int = Field(8, ge=1)
+    """Eval items per (task, level)."""
+    eval_seed: int = Field(30_000_000, ge=0)
+    """Base seed of the eval suite (fixed across rounds and runs)."""
+    initial: Literal["uniform", "random", "easiest"] = "uniform"
+    """Round-0 proposal: equal shares, a random Dirichlet draw, or every task at its level 0."""
+
+    @field_validator("tasks")
+    @classmethod
+    def _known(cls, tasks: list[str]) -> list[str]:
+        curricula = _curricula()
+        bad = [t for t in tasks if t not in curricula]
+        if bad:
+            hints = [f"{t!r} (did you mean {difflib.get_close_matches(t, curricula, n=1)[0]!r}?)"
+                     if difflib.get_close_matches(t, curricula, n=1) else repr(t) for t in bad]
+            raise ValueError(f"reasoning-gym has no curriculum for {', '.join(hints)}")
+        if len(set(tasks)) != len(tasks):
+            raise ValueError("tasks must be distinct")
+        return tasks
+
+
+def _curricula() -> dict[str, Any]:
+    try:
+        from reasoning_gym.factory import CURRICULA
+    except ImportError as err:  # pragma: no cover - a declared dependency
+        raise ImportError("the reasoning_gym testbed needs the PyPI package reasoning-gym") from err
+    return CURRICULA
+
+
+def task_levels(task: str, max_levels: int) -> int:
+    """Number of levels of ``task``: the longest attribute level list, capped at ``max_levels``."""
+    from reasoning_gym.factory import create_curriculum
+
+    return min(max_levels, max(len(a.levels) for a in create_curriculum(task).attributes.values()))
+
+
+@functools.lru_cache(maxsize=512)
+def level_config(task: str, level: int) -> str:
+    """JSON of the dataset config at ``level`` (seed and size left out), from the curriculum."""
+    from reasoning_gym.factory import create_curriculum
+    from reasoning_gym.coaching.base_curriculum import DefaultCurriculumContext, RangeAttributeMode
+
+    curriculum = create_curriculum(task)
+    for name, attr in curriculum.attributes.items():
+        curriculum.set_attr_level(name, min(level, len(attr.levels) - 1))
+    config = curriculum.generate_configuration(
+        {"seed": 0, "size": 1}, context=DefaultCurriculumContext(mode=RangeAttributeMode.UPPER_BOUND))
+    fields = {k: v for k, v in vars(config).items() if k not in ("seed", "size")}
+    return json.dumps(fields, sort_keys=True, default=list)
+
+
+@functools.lru_cache(maxsize=64)
+def _dataset(task: str, config_json: str, seed: int, size: int) -> Any:
+    from reasoning_gym.factory import create_dataset
+
+    return create_dataset(task, seed=seed, size=size, **json.loads(config_json))
+
+
+def bucket_name(task: str, level: int) -> str:
+    return f"{task}:{level}"
+
+
+class ReasoningGymTestbed(Testbed):
+    """reasoning-gym tasks × difficulty levels as buckets (module docstring)."""
+
+    name = "reasoning_gym"
+    proposal_model: ClassVar[type[BaseModel]] = ReasoningGymProposal
+    proposal_space: BucketSpace = BucketSpace(buckets=("<task>:<level>",), unit="task level")
+    """The kind the registry checks on the class; every instance replaces it with the buckets of its
+    configured tasks and levels (they depend on the config, so the class cannot list them)."""
+
+    def __init__(self, config: ReasoningGymTestbedConfig | None = None, *, seed: int = 0) -> None:
+        self.config = config or ReasoningGymTestbedConfig()
+        self.seed = seed
+        self.levels = {t: task_levels(t, self.config.max_levels) for t in self.config.tasks}
+        self.bucket_groups = {t: tuple(bucket_name(t, level) for level in range(n)) for t, n in self.levels.items()}
+        """Task → its buckets, easiest level first."""
+        self.proposal_space = BucketSpace(buckets=tuple(b for bs in self.bucket_groups.values() for b in bs),
+                                          unit="task level")
+        self._where = {b: (t, level) for t, bs in self.bucket_groups.items() for level, b in enumerate(bs)}
+
+    # -- proposal space -----------------------------------------------------------------------
+    def _proposal(self, shares: dict[str, float]) -> ReasoningGymProposal:
+        return ReasoningGymProposal(buckets={b: BucketShare(share=shares[b]) for b in self.proposal_space.buckets})
+
+    def initial_proposal(self, rng: np.random.Generator) -> ReasoningGymProposal:
+        buckets = self.proposal_space.buckets
+        if self.config.initial == "random":
+            return self.random_proposal(rng)
+        if self.config.initial == "easiest":
+            firsts = {bs[0] for bs in self.bucket_groups.values()}
+            return self._proposal({b: (1.0 / len(firsts) if b in firsts else 0.0) for b in buckets})
+        return self._proposal({b: 1.0 / len(buckets) for b in buckets})
+
+    def random_proposal(self, rng: np.random.Generator) -> ReasoningGymProposal:
+        draw = rng.dirichlet(np.ones(len(self.proposal_space.buckets)))
+        return self._proposal({b: float(x) / float(draw.sum()) for b, x in zip(self.proposal_space.buckets, draw)})
+
+    def project(self, raw: Any, previous: BaseModel) -> tuple[ReasoningGymProposal, list[Change]]:
+        space = self.proposal_space
+        prev = space.read(previous if isinstance(previous, BaseModel) else ReasoningGymProposal.model_validate(previous))
+        buckets, changes = project_buckets(space, raw, prev)
+        return self._proposal({b: v.share for b, v in buckets.items()}), changes
+
+    # -- data and scoring ---------------------------------------------------------------------
+    def _items(self, bucket: str, count: int, seed: int, prefix: str) -> list[Task]:
+        task, level = self._where[bucket]
+        config_json = level_config(task, level)
+        data = _dataset(task, config_json, seed, count)
+        out = []
+        for i in range(count):
+            entry = data[i]
+            out.append(Task(
+                id=f"{prefix}-{bucket}-{seed}-{i}",
+                messages=[{"role": "user", "content": str(entry["question"]) + INSTRUCTION}],
+                data={"task": task, "config": config_json, "seed": seed, "size": count, "index": i,
+                      "answer": str(entry["answer"])},
+                features={"bucket": bucket, "task": task, "level": level},
+            ))
+        return out
+
+    def _bucket_seed(self, base: int, bucket: str) -> int:
+        return base + 1000 * self.proposal_space.buckets.index(bucket)
+
+    def sample(self, proposal: BaseModel, n: int, seed: int) -> list[Task]:
+        shares = {b: v.share for b, v in self.proposal_space.read(proposal).items()}
+        tasks: list[Task] = []
+        for bucket, count in allocate(shares, n).items():
+            if count:
+                tasks += self._items(bucket, count, self._bucket_seed(TRAIN_SEED_BASE + 1_000_003 * seed, bucket), "train")
+        order = np.random.default_rng([seed, 0x5247]).permutation(len(tasks))
+        return [tasks[i] for i in order]
+
+    def score(self, task: Task, completion: Completion) -> tuple[float, dict[str, Any]]:
+        d = task.data
+        data = _dataset(d["task"], d["config"], d["seed"], d["size"])
+        answered = answer_of(completion.text)
+        boxed = "\\boxed{" in completion.text
+        try:
+            value = float(data.score_answer(answered, data[d["index"]]))
+        except Exception as err:  # noqa: BLE001 - a dataset's verifier must not sink a round
+            return 0.0, {"score": 0.0, "valid": False, "answered": boxed, "error": f"verifier raised {err!r}"}
+        value = min(1.0, max(0.0, value))
+        return value, {"score": value, "valid": value >= 1.0, "answered": boxed}
+
+    def simulated_answer(self, task: Task, correct: bool, rng: np.random.Generator) -> str:
+        """The simulated learner's text (``trainers/simulated.py``): the reference answer boxed
+        when ``correct``; otherwise a wrong boxed answer, or (one time in five) no box at all."""
+        if correct:
+            return f"The answer is \\boxed{{{task.data['answer']}}}."
+        if rng.random() < 0.2:
+            return "I could not work this out."
+        return "The answer is \\boxed{unknown}."
+
+    def reference_answer(self, task: Task) -> str | None:
+        return f"\\boxed{{{task.data['answer']}}}"
+
+    def eval_tasks(self) -> list[Task]:
+        """The fixed eval suite: ``eval_per_bucket`` items per bucket."""
+        return [t for b in self.proposal_space.buckets
+                for t in self._items(b, self.config.eval_per_bucket, self._bucket_seed(self.config.eval_seed, b), "eval")]
+
+    def evaluate(self, policy: Policy, *, seed: int = 0) -> EvalReport:
+        tasks = self.eval_tasks()
+        completions = policy.generate(tasks, seed=seed)
+        verdicts = [self.score(t, c)[1] for t, c in zip(tasks, completions, strict=True)]
+        return eval_report(tasks, completions, verdicts, self.bucket_groups)
+
+
+def _outcome(verdict: dict[str, Any]) -> str:
+    if verdict["score"] >= 1.0:
+        return "correct"
+    if not verdict["answered"]:
+        return "no_answer"
+    return "partial" if verdict["score"] > 0 else "wrong"
+
+
+def eval_report(tasks: Sequence[Task], completions: Sequence[Completion], verdicts: Sequence[dict[str, Any]],
+                groups: dict[str, tuple[str, ...]]) -> EvalReport:
+    """Metrics, per-bucket scores and the per-task, per-level failure breakdown (module docstring)."""
+    outcomes: dict[str, list[str]] = {b: [] for bs in groups.values() for b in bs}
+    for t, v in zip(tasks, verdicts, strict=True):
+        outcomes[t.features["bucket"]].append(_outcome(v))
+    scores = {b: sum(o == "correct" for o in os) / len(os) for b, os in outcomes.items() if os}
+    metrics: dict[str, float] = {}
+    failures: dict[str, dict[str, dict[str, int]]] = {}
+    for task, buckets in groups.items():
+        seen = [b for b in buckets if b in scores]
+        metrics[f"accuracy/{task}"] = float(np.mean([scores[b] for b in seen])) if seen else 0.0
+        for level, b in enumerate(buckets):
+            if b in scores:
+                metrics[f"accuracy/{task}/L{level}"] = scores[b]
+                failures.setdefault(task, {})[f"L{level}"] = {k: outcomes[b].count(k) for k in
+                                                              ("correct", "partial", "wrong", "no_answer")}
+    metrics["accuracy"] = float(np.mean(list(scores.values()))) if scores else 0.0
+    metrics["mean_tokens"] = float(np.mean([c.num_tokens for c in completions])) if completions else 0.0
+    samples = [{"prompt": t.messages[-1]["content"][:300], "response": c.text[:300], "answer": t.data["answer"],
+                **v} for t, c, v in list(zip(tasks, completions, verdicts, strict=True))[:3]]
+    return EvalReport(score=metrics["accuracy"], metrics=metrics, samples=samples, bucket_scores=scores,
+                      breakdown={"bucket_counts": {b: len(o) for b, o in outcomes.items()}, "failures": failures})
