@@ -69,7 +69,6 @@ def learnability_shares(p: Mapping[str, float], exploration: float, temperature:
 class LearnabilityEngineer(Engineer):
     """Budget proportional to p(1 − p) with an exploration floor (module docstring)."""
 
-    name = "learnability"
 
     def design(self, ctx: DesignContext) -> Design:
         space = space_of(ctx.testbed)

@@ -141,7 +141,6 @@ def mutate(space: BucketSpace, groups: Mapping[str, Sequence[str]], buckets: dic
 class PLREngineer(Engineer):
     """Prioritized level replay with staleness and ACCEL mutation over buckets (docstring)."""
 
-    name = "plr"
 
     def design(self, ctx: DesignContext) -> Design:
         cfg: PLREngineerConfig = self.config

@@ -101,7 +101,6 @@ def window_shares(windows: Mapping[str, Window], groups: Mapping[str, Sequence[s
 class RLVEEngineer(Engineer):
     """Slides each environment's difficulty window up when its top level is mastered."""
 
-    name = "rlve"
 
     def design(self, ctx: DesignContext) -> Design:
         space = space_of(ctx.testbed)

@@ -141,7 +141,6 @@ def bucket_name(task: str, level: int) -> str:
 class ReasoningGymTestbed(Testbed):
     """reasoning-gym tasks × difficulty levels as buckets (module docstring)."""
 
-    name = "reasoning_gym"
     proposal_model: ClassVar[type[BaseModel]] = ReasoningGymProposal
     proposal_space: BucketSpace = BucketSpace(buckets=("<task>:<level>",), unit="task level")
     """The kind the registry checks on the class; every instance replaces it with the buckets of its
