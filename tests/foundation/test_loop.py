@@ -40,6 +40,15 @@ def tiny_overrides(model_dir: Path, out: Path, **extra: object) -> list[str]:
     return [f"{k}={v}" for k, v in sets.items()]
 
 
+def empty_config(directory: Path) -> Path:
+    """An empty config file: the CLI then uses the library defaults, as ``load_config(None)``
+    does, instead of the machine's preset (which a run without ``--config`` gets)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / "empty.yaml"
+    path.write_text("{}\n")
+    return path
+
+
 def tree_digest(path: Path) -> dict[str, str]:
     return {str(p.relative_to(path)): hashlib.sha256(p.read_bytes()).hexdigest()
             for p in sorted(path.rglob("*")) if p.is_file()}
@@ -82,7 +91,8 @@ def test_resume_matches_uninterrupted_run(tiny_model_dir, tmp_path):
 
 def _kill_after_round(model_dir: Path, out: Path, *, rounds: int, kill_when: int):
     sets = tiny_overrides(model_dir, out, rounds=rounds)
-    cmd = [sys.executable, "-m", "curriculum.cli", "run", *sum((["--set", s] for s in sets), [])]
+    cmd = [sys.executable, "-m", "curriculum.cli", "run", "--config", str(empty_config(out)),
+           *sum((["--set", s] for s in sets), [])]
     env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE"}
     run_path = out / "run"
     if run_path.exists():

@@ -13,7 +13,7 @@ import pytest
 from curriculum.config import load_config
 from curriculum.loop import evaluate_run, run
 from curriculum.rundir import RunDir
-from tests.foundation.test_loop import ROOT, tiny_overrides
+from tests.foundation.test_loop import ROOT, empty_config, tiny_overrides
 
 
 def test_keep_last_checkpoint_prunes_older_rounds(tiny_model_dir, tmp_path):
@@ -32,7 +32,8 @@ def test_retention_does_not_change_results_and_resume_is_exact(tiny_model_dir, t
     kept_all = run(load_config(None, tiny_overrides(tiny_model_dir, tmp_path / "all", rounds=3)))
     # Same run with keep_checkpoints=1, SIGKILLed right after round 1 is committed, then resumed.
     sets = tiny_overrides(tiny_model_dir, tmp_path / "pruned", rounds=3, keep_checkpoints=1)
-    cmd = [sys.executable, "-m", "curriculum.cli", "run", *sum((["--set", s] for s in sets), [])]
+    cmd = [sys.executable, "-m", "curriculum.cli", "run", "--config", str(empty_config(tmp_path / "pruned")),
+           *sum((["--set", s] for s in sets), [])]
     proc = subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, "OMP_WAIT_POLICY": "PASSIVE"},
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     run_path = tmp_path / "pruned" / "run"
