@@ -19,6 +19,14 @@ ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
 
 
+def empty_config(directory: Path) -> Path:
+    """Library defaults instead of the machine's preset (which a run without --config gets)."""
+    path = directory.parent / f"{directory.name}-empty.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("{}\n")
+    return path
+
+
 def _free_port() -> int:
     import socket
 
@@ -38,7 +46,7 @@ def _command(model_dir: Path, out: Path, resume: bool) -> list[str]:
     }
     cmd = [sys.executable, "-m", "accelerate.commands.launch", "--config_file",
            str(ROOT / "configs/accelerate/cpu_2proc.yaml"), "--main_process_port", str(_free_port()),
-           "-m", "curriculum.cli", "run"]
+           "-m", "curriculum.cli", "run", "--config", str(empty_config(out))]
     for key, value in sets.items():
         cmd += ["--set", f"{key}={value}"]
     if resume:
