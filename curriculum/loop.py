@@ -98,7 +98,7 @@ def run(config: RunConfig, *, resume: Path | None = None, reporter: QuietReporte
         if main:
             run_dir.truncate_metrics(len(history) - 1)
             if not history:
-                _prepare(config, run_dir, testbed, trainer, reporter)
+                _prepare(config, run_dir, testbed, engineer, trainer, reporter)
             elif (run_dir.path / "baseline_eval.json").is_file():
                 reporter.baseline(EvalReport.model_validate(read_json(run_dir.path / "baseline_eval.json")))
         for index in range(len(history), config.rounds):
@@ -159,17 +159,18 @@ def _restore(config: RunConfig, run_dir: RunDir, history: list[RoundReport], tes
     return testbed.proposal_model.model_validate(state["next_proposal"])
 
 
-def _prepare(config: RunConfig, run_dir: RunDir, testbed: Testbed, trainer: Trainer,
+def _prepare(config: RunConfig, run_dir: RunDir, testbed: Testbed, engineer: Engineer, trainer: Trainer,
              reporter: QuietReporter) -> None:
     """Main process, fresh run: baseline eval of the starting model, the trainer's preparation
-    (warm start) and, when both happen, an eval of the prepared model before round 0."""
+    (warm start, with the engineer's own examples) and, when both happen, an eval of the prepared
+    model before round 0."""
     if config.eval_before_training:
         baseline = _pre_eval(config, run_dir, testbed, trainer, reporter, "baseline")
         reporter.baseline(baseline)
     steps = trainer.prepare_steps()
     if steps:
         reporter.stage("warm start", steps)
-        metrics = trainer.prepare(progress=reporter.advance)
+        metrics = trainer.prepare(progress=reporter.advance, examples=engineer.warmstart_examples)
         reporter.stage_end()
         write_json(run_dir.path / "warmstart.json", metrics)
         run_dir.log({"round": -1, "event": "warmstart", **metrics})

@@ -74,6 +74,12 @@ class Engineer(ABC):
     def on_round_end(self, report: RoundReport) -> None:
         """Called after a round is committed to disk."""
 
+    def warmstart_examples(self, n: int, seed: int) -> list[dict[str, Any]]:
+        """Supervised warm-start examples (prompt/completion chat pairs) for the engineer's own
+        role in the policy, when the engineer is the policy (SPADE's designer); the trainer's warm
+        start adds them to its own. None by default."""
+        return []
+
     def state_dict(self) -> dict[str, Any]:
         """JSON-able state saved with every round; engineers that derive all from history keep none."""
         return {}

@@ -44,9 +44,11 @@ class Trainer(ABC):
         """How many steps ``prepare`` will run (0: it does nothing); drives its progress bar."""
         return 0
 
-    def prepare(self, progress: Callable[[int], None] | None = None) -> dict[str, float]:
+    def prepare(self, progress: Callable[[int], None] | None = None,
+                examples: Callable[[int, int], list[dict[str, Any]]] | None = None) -> dict[str, float]:
         """Called once on a fresh run, after the baseline eval and before round 0 (e.g. the
-        supervised warm start); returns metrics to record. Does nothing by default."""
+        supervised warm start); returns metrics to record. ``examples(n, seed)``: warm-start
+        examples the engineer supplies (``Engineer.warmstart_examples``). Does nothing by default."""
         return {}
 
     @abstractmethod

@@ -158,8 +158,11 @@ class GRPOTrainerAdapter(Trainer):
     def prepare_steps(self) -> int:
         return self.config.warmstart.steps
 
-    def prepare(self, progress: Callable[[int], None] | None = None) -> dict[str, float]:
-        """The supervised warm start of a fresh run (from the cache when its key matches).
+    def prepare(self, progress: Callable[[int], None] | None = None,
+                examples: Callable[[int, int], list[dict[str, Any]]] | None = None) -> dict[str, float]:
+        """The supervised warm start of a fresh run (from the cache when its key matches), on the
+        testbed's reference answers, this trainer's ``warmstart_examples`` and the engineer's
+        ``examples``.
 
         Runs on the full model before any LoRA adapters train; the KL reference (``beta > 0``)
         then is the warm-started model, the start of GRPO."""
@@ -171,7 +174,9 @@ class GRPOTrainerAdapter(Trainer):
         if self.run_config.model.lora is not None:
             # The adapters are what trains; their warm start is not cached (the cache holds full weights).
             settings = settings.model_copy(update={"cache": False})
-        path, metrics = cached_warm_start(self.model, self.tokenizer, self.testbed, settings,
+        n = settings.examples or settings.steps * settings.batch_size
+        supplied = self.warmstart_examples(n, settings.seed) + (examples(n, settings.seed) if examples else [])
+        path, metrics = cached_warm_start(self.model, self.tokenizer, self.testbed, settings, examples=supplied,
                                           weights_digest=self.weights_digest(), bf16=self.config.bf16,
                                           gradient_checkpointing=self.config.gradient_checkpointing,
                                           progress=progress)
@@ -182,6 +187,11 @@ class GRPOTrainerAdapter(Trainer):
             self.optimizer.state.clear()
         self._warm_metrics = metrics
         return metrics
+
+    def warmstart_examples(self, n: int, seed: int) -> list[dict[str, Any]]:
+        """Warm-start examples this trainer adds to the testbed's reference answers (none here;
+        the SPADE trainer adds the agent role's)."""
+        return []
 
     def _wrap_lora(self, model: Any, adapter_dir: Path | None) -> Any:
         from peft import LoraConfig, PeftModel, get_peft_model

@@ -134,6 +134,9 @@ class SelfPlayConfig(GRPOConfig):
     """Train the designer role. ``false`` is the public code's no-designer-training ablation
     (``--spade-no-train-on-env-trajectories``): the policy still designs, its designs are played and
     scored, but never trained on (``engineer.designer: base`` freezes the designer's weights too)."""
+    agent_warmstart: bool = False
+    """Warm-start the agent role on the seed library's solutions (``trainers/spade_warmstart.py``)
+    when ``warmstart.steps > 0``; the designer role's examples come from ``engineer.designer_warmstart``."""
     train_on_hinted: bool = False
     """Also train the agent on its hinted episodes (default: they only measure regret)."""
     agent_advantage: Literal["role_std", "centred"] = "role_std"
@@ -229,6 +232,14 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
 
         if distributed.is_main():
             (directory / STATE_FILE).write_text(json.dumps(self.state_dict(), sort_keys=True))
+
+    def warmstart_examples(self, n: int, seed: int) -> list[dict[str, Any]]:
+        """The agent role's warm start on the seed library (``agent_warmstart``)."""
+        if not self.config.agent_warmstart:
+            return []
+        from trainers.spade_warmstart import agent_examples
+
+        return agent_examples(self.run_config.testbed.setting, self.config.play, self.sandbox(), n, seed)
 
     def close(self) -> None:
         if self._sandbox is not None:

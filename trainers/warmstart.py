@@ -2,8 +2,10 @@
 
 Small models often never produce a parsable MAPF plan, so every GRPO reward is 0, every group
 has zero reward spread and nothing is learned. With ``trainer.warmstart.steps > 0`` the policy
-first imitates the testbed's reference answers (MAPF: the optimal CBS plan in the canonical
-format, on ``testbed.warmstart_tasks``) through TRL's ``SFTTrainer``:
+first imitates reference answers through TRL's ``SFTTrainer``: the testbed's (MAPF: the optimal
+CBS plan in the canonical format, on ``testbed.warmstart_tasks``), plus any examples the trainer
+or the engineer supplies (``examples=``; SPADE: the seed library's designs for the designer role,
+its solutions played turn by turn for the agent role):
 
     L_SFT = - mean over completion tokens of log pi(y_t | prompt, y_<t)
 
@@ -41,6 +43,10 @@ from curriculum.core.types import Task
 from testbeds.base import Testbed
 
 ProgressFn = Callable[[int], None]
+Example = dict[str, Any]
+"""One SFT example: ``{"prompt": [chat messages], "completion": [{"role": "assistant", ...}]}``."""
+ExampleSource = Callable[[int, int], list[Example]]
+"""``(n, seed) -> examples``: how a trainer or an engineer supplies warm-start examples."""
 
 
 class WarmStartConfig(BaseModel):
@@ -77,17 +83,19 @@ def sft_examples(testbed: Testbed, tasks: Sequence[Task]) -> list[dict[str, Any]
 
 def warm_start(model: Any, tokenizer: Any, testbed: Testbed, tasks: Sequence[Task], *, steps: int,
                learning_rate: float, batch_size: int, seed: int, bf16: bool = False,
-               gradient_checkpointing: bool = False,
-               progress: ProgressFn | None = None) -> dict[str, float]:
-    """Run ``steps`` SFT updates on reference answers in place; returns the training metrics."""
+               gradient_checkpointing: bool = False, progress: ProgressFn | None = None,
+               examples: Sequence[Example] = ()) -> dict[str, float]:
+    """Run ``steps`` SFT updates in place on the reference answers of ``tasks`` plus
+    ``examples``; returns the training metrics."""
     from datasets import Dataset
     from transformers import PrinterCallback, TrainerCallback
     from trl import SFTConfig, SFTTrainer
 
-    examples = sft_examples(testbed, tasks)
+    examples = sft_examples(testbed, tasks) + list(examples)
     if not examples:
-        raise ValueError(f"testbed {testbed.name!r} provides no reference answers; "
-                         "set trainer.warmstart.steps=0")
+        raise ValueError(f"testbed {testbed.name!r} provides no reference answers and nothing else supplied "
+                         "warm-start examples; set trainer.warmstart.steps=0 (or, for SPADE, turn on "
+                         "engineer.designer_warmstart / trainer.agent_warmstart)")
 
     class _Progress(TrainerCallback):
         def on_step_end(self, args, state, control, **kwargs):
@@ -137,21 +145,24 @@ def warmstart_dir(key: str) -> Path:
 
 def cached_warm_start(model: Any, tokenizer: Any, testbed: Testbed, config: WarmStartConfig, *,
                       weights_digest: str, bf16: bool = False, gradient_checkpointing: bool = False,
-                      progress: ProgressFn | None = None) -> tuple[Path | None, dict[str, float]]:
-    """Warm-start ``model`` in place, from the cache when possible.
+                      progress: ProgressFn | None = None,
+                      examples: Sequence[Example] = ()) -> tuple[Path | None, dict[str, float]]:
+    """Warm-start ``model`` in place on the testbed's reference answers plus ``examples``, from
+    the cache when possible (the key covers every example).
 
     Returns the directory holding the warm-started weights (``None`` with ``cache=False``) and
     the metrics (``warmstart/cached`` = 1 when loaded from the cache).
     """
     n = config.examples or config.steps * config.batch_size
     tasks = testbed.warmstart_tasks(n, config.seed)
-    examples = sft_examples(testbed, tasks)
+    supplied = list(examples)
+    examples = sft_examples(testbed, tasks) + supplied
 
     def train() -> dict[str, float]:
         return warm_start(model, tokenizer, testbed, tasks, steps=config.steps,
                           learning_rate=config.learning_rate, batch_size=config.batch_size,
                           seed=config.seed, bf16=bf16, gradient_checkpointing=gradient_checkpointing,
-                          progress=progress)
+                          progress=progress, examples=supplied)
 
     if not config.cache:
         return None, train()

@@ -207,6 +207,9 @@ class SpadeEngineerConfig(PluginConfig):
     (``testbeds/synthetic/skeleton.py``); the rendered program is admitted like any other."""
     structured_max_turns: int = Field(4, ge=1, le=30)
     """``max_turns`` of the skeleton's class in structured mode."""
+    designer_warmstart: bool = False
+    """Supply the designer role's supervised warm start: design prompts answered with the seed
+    library (``engineers/spade/warmstart.py``); trained when ``trainer.warmstart.steps > 0``."""
     designs_per_round: int = Field(4, ge=1)
     """Design calls per round."""
     designer: Literal["policy", "base"] = "policy"

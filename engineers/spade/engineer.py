@@ -139,6 +139,14 @@ class SpadeEngineer(Engineer):
                                    "vendi_per_n": summary.vendi_per_n,
                                    "vendi_per_n_run": summary.vendi_per_n_run}})
 
+    def warmstart_examples(self, n: int, seed: int) -> list[dict[str, Any]]:
+        """The designer role's warm start on the seed library (``designer_warmstart``)."""
+        if not self.config.designer_warmstart:
+            return []
+        from engineers.spade.warmstart import designer_examples
+
+        return designer_examples(self.config, n, seed)
+
     def state_dict(self) -> dict[str, Any]:
         return {"corpus_seed": self._corpus_seed,
                 "corpus_cursor": self._corpus.cursor if self._corpus else self._corpus_cursor,

@@ -83,3 +83,19 @@ def test_cached_warm_start_trains_once_and_reloads_identical_weights(tiny_model_
     other, _ = load_model(ModelConfig(name_or_path=str(tiny_model_dir)))
     third_path, third = cached_warm_start(other, tokenizer, testbed, settings, weights_digest="another")
     assert third_path != path and third["warmstart/cached"] == 0.0
+
+
+def test_supplied_examples_train_a_testbed_without_reference_answers(tiny_model_dir):
+    import pytest
+
+    from testbeds.heldout.testbed import SpadeTestbed, SpadeTestbedConfig
+
+    testbed = SpadeTestbed(SpadeTestbedConfig())  # no reference answers of its own
+    model, tokenizer = load_model(ModelConfig(name_or_path=str(tiny_model_dir)))
+    examples = [{"prompt": [{"role": "user", "content": f"What is {i} + {i}?"}],
+                 "completion": [{"role": "assistant", "content": f"\\boxed{{{2 * i}}}"}]} for i in range(4)]
+    metrics = warm_start(model, tokenizer, testbed, [], steps=1, learning_rate=5e-3, batch_size=2, seed=0,
+                         examples=examples)
+    assert metrics["warmstart/examples"] == 4
+    with pytest.raises(ValueError, match="no reference answers and nothing else supplied"):
+        warm_start(model, tokenizer, testbed, [], steps=1, learning_rate=5e-3, batch_size=2, seed=0)

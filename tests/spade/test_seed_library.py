@@ -131,3 +131,48 @@ def test_seed_library_as_initial_pool(setting):
     pool = load_initial_pool("seed_library", SpadeTestbedConfig(setting=setting))
     assert [e.program for e in pool] == [s.program for s in seed_library(setting)]
     assert all(e.hint and e.skill and e.setting == setting for e in pool)
+
+
+@pytest.mark.parametrize("mode,setting", [("structured", "games"), ("program", "games"), ("program", "tools")])
+def test_designer_warmstart_examples_are_admissible_designs(mode, setting, sandbox_pool):
+    from engineers.spade.parse import parse_design
+    from engineers.spade.prompts import contract
+    from engineers.spade.warmstart import designer_examples
+
+    config = SpadeEngineerConfig(setting=setting, design_mode=mode, corpus="none", designer_warmstart=True)
+    examples = SpadeEngineer(config).warmstart_examples(7, seed=0)
+    assert len(examples) == 7
+    library = {s.program: s for s in seed_library(setting)}
+    for example in examples:
+        assert example["prompt"][0]["content"] == contract(setting, mode)
+        text = example["completion"][0]["content"]
+        parsed = parse_structured(text) if mode == "structured" else parse_design(text)
+        seed = library[parsed.program]
+        assert parsed.hint == seed.hint and f"Target skill: {seed.skill}." in example["prompt"][1]["content"]
+    assert SpadeEngineer(config.model_copy(update={"designer_warmstart": False})).warmstart_examples(3, 0) == []
+    # Restricted to the configured skills.
+    skill = seed_library(setting)[1].skill
+    only = designer_examples(config.model_copy(update={"skills": [skill]}), 3, seed=0)
+    assert all(f"Target skill: {skill}." in e["prompt"][1]["content"] for e in only)
+    programs = {parse_design(e["completion"][0]["content"]).program if mode == "program"
+                else parse_structured(e["completion"][0]["content"]).program for e in only}
+    assert {library[p].skill for p in programs} == {skill}
+
+
+@pytest.mark.parametrize("setting", ["games", "tools"])
+def test_agent_warmstart_examples_replay_the_solution(setting, sandbox_pool):
+    from engineers.spade.play import PlayConfig
+    from trainers.spade_warmstart import agent_examples
+
+    config = PlayConfig()
+    examples = agent_examples(setting, config, sandbox_pool, 12, seed=3)
+    assert len(examples) == 12
+    assert {e["prompt"][0]["content"] for e in examples} == {
+        config.games_instruction if setting == "games" else config.tools_instruction}
+    assert any("Hint: " in e["prompt"][1]["content"] for e in examples)
+    assert any("Hint: " not in e["prompt"][1]["content"] for e in examples)
+    # Episodes end with the boxed final answer.
+    finals = [e for e in examples if e["completion"][0]["content"].startswith("\\boxed{")]
+    assert finals
+    if setting == "tools":
+        assert any(len(e["prompt"]) > 2 for e in examples)  # multi-turn: tool results came back
