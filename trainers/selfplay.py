@@ -135,7 +135,7 @@ class SelfPlayConfig(GRPOConfig):
     (``--spade-no-train-on-env-trajectories``): the policy still designs, its designs are played and
     scored, but never trained on (``engineer.designer: base`` freezes the designer's weights too)."""
     agent_warmstart: bool = False
-    """Warm-start the agent role on the seed library's solutions (``trainers/spade_warmstart.py``)
+    """Warm-start the agent role on the seed library's solutions (``trainers/spade/warmstart.py``)
     when ``warmstart.steps > 0``; the designer role's examples come from ``engineer.designer_warmstart``."""
     train_on_hinted: bool = False
     """Also train the agent on its hinted episodes (default: they only measure regret)."""
@@ -237,7 +237,7 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
         """The agent role's warm start on the seed library (``agent_warmstart``)."""
         if not self.config.agent_warmstart:
             return []
-        from trainers.spade_warmstart import agent_examples
+        from trainers.spade.warmstart import agent_examples
 
         return agent_examples(self.run_config.testbed.setting, self.config.play, self.sandbox(), n, seed)
 

@@ -161,8 +161,8 @@ def test_designer_warmstart_examples_are_admissible_designs(mode, setting, sandb
 
 @pytest.mark.parametrize("setting", ["games", "tools"])
 def test_agent_warmstart_examples_replay_the_solution(setting, sandbox_pool):
-    from engineers.spade.play import PlayConfig
-    from trainers.spade_warmstart import agent_examples
+    from trainers.spade.play import PlayConfig
+    from trainers.spade.warmstart import agent_examples
 
     config = PlayConfig()
     examples = agent_examples(setting, config, sandbox_pool, 12, seed=3)

@@ -20,9 +20,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from engineers.spade.play import PlayConfig, PlayEnv, first_messages
+from curriculum.core.pool import PoolEnvironment, program_hash
 from testbeds.sandbox import SandboxPool
 from testbeds.synthetic.seeds import seed_library
+from trainers.spade.play import PlayConfig, first_messages
 
 
 def solution_moves(value: Any) -> list[str]:
@@ -39,7 +40,7 @@ def solution_moves(value: Any) -> list[str]:
     return moves
 
 
-def episode_examples(env: PlayEnv, handle: Any, env_seed: int, hinted: bool,
+def episode_examples(env: PoolEnvironment, handle: Any, env_seed: int, hinted: bool,
                      config: PlayConfig) -> list[dict[str, Any]]:
     """One example per move of the solution of ``env`` reset with ``env_seed``."""
     first = handle.reset(env_seed)
@@ -62,8 +63,8 @@ def agent_examples(setting: str, config: PlayConfig, sandbox: SandboxPool, n: in
     j = 0
     while len(out) < n:
         seed_env = library[j % len(library)]
-        env = PlayEnv(env_id=seed_env.name, source=seed_env.program, hint=seed_env.hint, setting=setting,
-                      skill=seed_env.skill)
+        env = PoolEnvironment(hash=program_hash(seed_env.program), setting=setting, skill=seed_env.skill,
+                              hint=seed_env.hint, program=seed_env.program)
         with sandbox.load(seed_env.program) as handle:
             out += episode_examples(env, handle, seed * 1000 + j, hinted=j % 2 == 1, config=config)
         j += 1
