@@ -207,7 +207,9 @@ def _ensure_registered(snapshot: dict[str, list[Any]] | None) -> None:
     for kind, entries in (snapshot or {}).items():
         for entry in entries:
             if entry.name not in registries[kind]:
-                registries[kind].register(entry.name, entry.target, entry.config, entry.description)
+                registries[kind].register(entry.name, entry.target, entry.config, entry.description,
+                                          offers=entry.offers, tasks=entry.tasks, fits=entry.fits,
+                                          trains_on=entry.trains_on, source=entry.source)
 
 
 def _run_one(config_data: dict[str, Any], status: str,

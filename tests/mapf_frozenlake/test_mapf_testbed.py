@@ -66,7 +66,7 @@ def test_sample_deterministic_and_features(tb):
         "hole_ratio_requested", "hole_ratio_achieved", "wait_ratio_requested", "wait_ratio_achieved"}
     for t in a:
         f = t.features
-        assert set(f) == {"size", "agents", "hole_ratio", "needs_wait", "optimal_cost"}
+        assert set(f) == {"size", "agents", "hole_ratio", "needs_wait", "optimal_cost", "bucket"}
         assert f["agents"] == 2 and t.data["optimal_cost"] == f["optimal_cost"]
         assert t.messages[-1]["role"] == "user" and "Agent 2" in t.messages[-1]["content"]
 
