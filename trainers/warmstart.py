@@ -204,10 +204,7 @@ def _load_weights(model: Any, directory: Path) -> None:
 
 
 def _tied_keys(model: Any) -> set[str]:
-    tied = getattr(model, "_tied_weights_keys", None) or []
-    if isinstance(tied, dict):
-        return set(tied)
-    return set(tied)
+    return set(getattr(model, "_tied_weights_keys", None) or [])  # a list or a dict of names
 
 
 def _cuda() -> bool:
