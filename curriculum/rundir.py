@@ -208,6 +208,13 @@ class RunDir:
         """Refuse to resume with a config that differs from the saved one, except a larger
         ``rounds`` (extending the run): then save the new config and return ``True``."""
         saved = self._saved_config_data()
+        try:
+            # Read the saved config with today's schema: a field added since the run was saved
+            # takes its default on both sides, so it is no difference (new options default to
+            # the old behaviour). A field that no longer exists still fails loudly below.
+            saved = validate_config(saved, source=str(self.path / "config.yaml")).model_dump(mode="json")
+        except ConfigError:
+            pass
         diff = config_diff(saved, config.model_dump(mode="json"))
         before = saved.get("rounds")
         if diff == [f"rounds: {before!r} -> {config.rounds!r}"]:

@@ -22,6 +22,7 @@ import math
 import os
 import shutil
 import tempfile
+import weakref
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -123,6 +124,9 @@ class GRPOTrainerAdapter(Trainer):
         # TRL needs an output dir but we save nothing through it: a private scratch dir per
         # process keeps the run dir written by the main process only.
         self._scratch = Path(tempfile.mkdtemp(prefix="curriculum-trl-"))
+        # Removed on close(), and also when a trainer that was never closed is collected or the
+        # process exits (tests and crashed runs used to leave one empty dir per trainer in /tmp).
+        weakref.finalize(self, shutil.rmtree, self._scratch, True)
         self.model = None
         self.tokenizer = None
         self.optimizer = None

@@ -124,6 +124,23 @@ def test_config_mismatch_and_unknown_engineer_are_errors(tmp_path):
         run_configs(_spec(tmp_path, ["nope"]))
 
 
+def test_run_saved_before_a_field_existed_is_reused(tmp_path):
+    """A config field added after a run was saved takes its default on both sides: no mismatch.
+    A field the schema no longer knows is still a mismatch."""
+    import yaml
+
+    compare(_spec(tmp_path, ["fixed"], seeds=1, rounds=1))
+    path = tmp_path / "runs" / "fixed-seed0" / "config.yaml"
+    data = yaml.safe_load(path.read_text())
+    del data["keep_checkpoints"]  # as if the run predates the option
+    path.write_text(yaml.safe_dump(data))
+    assert compare(_spec(tmp_path, ["fixed"], seeds=1, rounds=1)).outcomes[0].status == "reused"
+    data["engineer"]["retired_knob"] = 1
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(ConfigError, match="retired_knob"):
+        compare(_spec(tmp_path, ["fixed"], seeds=1, rounds=1))
+
+
 def test_per_engineer_overrides(tmp_path):
     configs = run_configs(_spec(tmp_path, ["optuna", "random"], seeds=1,
                                 overrides=["engineers.optuna.sampler=random"]))

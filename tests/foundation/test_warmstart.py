@@ -53,7 +53,8 @@ def test_cache_key_changes_with_every_input():
     other_examples = [{**examples[0], "completion": [{"role": "assistant", "content": "c"}]}]
     variants = [cache_key("w2", examples, base, False), cache_key("w", other_examples, base, False),
                 cache_key("w", examples, base, True)]
-    for change in ({"steps": 5}, {"learning_rate": 2e-4}, {"batch_size": 4}, {"seed": 1}):
+    for change in ({"steps": 5}, {"learning_rate": 2e-4}, {"batch_size": 4}, {"seed": 1},
+                   {"group_by_length": True}):
         variants.append(cache_key("w", examples, base.model_copy(update=change), False))
     assert key not in variants and len(set(variants)) == len(variants)
     # Whether the cache is used does not change what it would hold.
@@ -99,3 +100,23 @@ def test_supplied_examples_train_a_testbed_without_reference_answers(tiny_model_
     assert metrics["warmstart/examples"] == 4
     with pytest.raises(ValueError, match="no reference answers and nothing else supplied"):
         warm_start(model, tokenizer, testbed, [], steps=1, learning_rate=5e-3, batch_size=2, seed=0)
+
+
+def test_length_grouped_batches_keep_the_examples_and_cut_padding(tiny_model_dir):
+    from trainers.warmstart import example_length, length_grouped
+
+    testbed = build_testbed(load_config(None))
+    tasks = testbed.warmstart_tasks(48, 0)
+    examples = sft_examples(testbed, tasks)
+    _, tokenizer = load_model(ModelConfig(name_or_path=str(tiny_model_dir)))
+    grouped = length_grouped(examples, tokenizer, 8, seed=0)
+    key = lambda e: e["completion"][0]["content"] + e["prompt"][-1]["content"]  # noqa: E731
+    assert sorted(map(key, grouped)) == sorted(map(key, examples))  # same examples, reordered
+
+    def padded(rows):  # tokens a batch of rows costs when padded to its longest row
+        lengths = [example_length(e, tokenizer) for e in rows]
+        return sum(8 * max(lengths[i:i + 8]) for i in range(0, len(lengths), 8))
+
+    assert padded(grouped) < padded(examples)
+    assert grouped == length_grouped(examples, tokenizer, 8, seed=0)  # seeded
+    assert grouped != length_grouped(examples, tokenizer, 8, seed=1)  # block order is shuffled
