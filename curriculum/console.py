@@ -94,7 +94,7 @@ class RichReporter(QuietReporter):
         table.add_column("metric")
         table.add_column("value", justify="right")
         if base is not None:
-            table.add_column("vs baseline (points)", justify="right")
+            table.add_column("vs baseline", justify="right")
         for key in (*_SUMMARY_KEYS, *sorted(k for k in report.train_metrics if k.startswith("spade/"))):
             if key in report.train_metrics:
                 table.add_row(key, f"{report.train_metrics[key]:.4g}", *([""] if base is not None else []))
@@ -103,7 +103,7 @@ class RichReporter(QuietReporter):
                  for key, value in report.eval.metrics.items()
                  if key.count("/") == 1]  # aggregate metrics only; per-size ones go in eval_table
         for key, value, before in rows:
-            delta = [_delta(value, before) if before is not None else ""] if base is not None else []
+            delta = [_delta(key, value, before) if before is not None else ""] if base is not None else []
             table.add_row(f"eval/{key}", f"{value:.4g}", *delta)
         self.console.print(table)
         headline = headline_table(report.eval)
@@ -124,11 +124,18 @@ class RichReporter(QuietReporter):
                 self.console.print(f"  [dim]{key}[/]: {escape(_short(value))}")
 
 
-def _delta(value: float, baseline: float) -> str:
-    """Difference in points (rates in [0, 1] read as percentages), coloured by sign."""
-    points = 100 * (value - baseline)
-    colour = "green" if points > 0 else "red" if points < 0 else "white"
-    return f"[{colour}]{points:+.1f}[/]"
+def _is_rate(key: str) -> bool:
+    """Metrics in [0, 1] whose difference reads as percentage points (the score, ``*_rate``)."""
+    name = key.split("/")[0]
+    return name == "score" or name.endswith("_rate")
+
+
+def _delta(key: str, value: float, baseline: float) -> str:
+    """Difference to the baseline: in points for rates, plain otherwise (tokens, cost ratios)."""
+    diff = value - baseline
+    text = f"{100 * diff:+.1f} pts" if _is_rate(key) else f"{diff:+.4g}"
+    colour = "white" if diff == 0 else "green" if diff > 0 else "red"
+    return f"[{colour}]{text}[/]"
 
 
 def _short(value: Any, limit: int = 600) -> str:

@@ -62,3 +62,13 @@ def test_eval_tables_print_the_papers_numbers_per_agent_count():
     RichReporter(console).round_end(RoundReport(round=0, proposal={}, train_metrics={}, eval=report))
     assert "40.42" in console.file.getvalue()
     assert "valid %" not in _render(eval_table(EvalReport(score=0.1, metrics={"spade/mean": 0.1})))
+
+
+def test_baseline_delta_is_in_points_for_rates_only():
+    from curriculum.console import _delta
+
+    assert "+16.7 pts" in _delta("valid_rate/2agents", 0.1667, 0.0)
+    assert "+16.7 pts" in _delta("score", 0.1667, 0.0)
+    # A token count is not a rate: its difference is plain, not x100 "points".
+    assert "-70.72" in _delta("mean_tokens/2agents", 57.28, 128.0)
+    assert "pts" not in _delta("cost_ratio/3agents", 1.0, 1.25)
