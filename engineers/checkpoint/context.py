@@ -1,23 +1,31 @@
 """The five context modules of the checkpoint engineer, each a pure renderer to plain text.
 
-* ``render_failure_breakdown`` (F) — for every eval suite (``3agents``, …) and every map size:
+* F — ``render_failures`` picks the renderer for the testbed's breakdown:
+  ``render_failure_breakdown`` (MAPF) — for every eval suite (``3agents``, …) and every map size:
   number of eval instances, valid rate, optimal rate, and the count of responses failing each of
   the eight validity checks (checks with zero failures are omitted, "none" if all are zero).
-  Input: ``EvalReport.breakdown`` (a dumped ``FailureBreakdown``). A breakdown of another shape is
-  rendered as compact JSON.
-* ``render_guideline`` (G) — round-independent design heuristics for the testbed, plus the meaning
-  and legal range of every field (from ``BOUNDS``).
-* ``render_history`` (H) — the last ``history_rounds`` rounds as one table each: per size, the
-  config the round trained on (data, hole, wait) next to the valid/optimal rate it produced
-  (averaged over the eval suites, weighted by instance count). With
-  ``include_initial_config=False`` (V4 on) round 0's config columns read ``-`` so the random cold
-  start is not taken as a recommended baseline; its results stay.
+  Input: ``EvalReport.breakdown`` (a dumped ``FailureBreakdown``).
+  ``render_bucket_failures`` (any other bucket space, e.g. reasoning_gym) — through the declared
+  space and its groups (reasoning_gym: task → its levels): per group its mean accuracy, per
+  bucket n, accuracy (``EvalReport.bucket_scores``) and the non-zero failure counts of
+  ``breakdown["buckets"][bucket]`` (reasoning_gym: ``partial``, ``wrong``, ``no_answer``).
+  A breakdown of neither shape is rendered as compact JSON.
+* ``render_guideline`` (G) — round-independent design heuristics for the testbed (``GUIDELINES``;
+  a generic line for testbeds without their own), plus the meaning and legal range of every field
+  of the declared space.
+* ``render_history`` (H) — the last ``history_rounds`` rounds as one table each: per bucket, the
+  config the round trained on (share and knobs) next to the result it produced
+  (``result_columns``: MAPF's valid and optimal rate averaged over the eval suites, weighted by
+  instance count; otherwise the bucket's eval accuracy). With ``include_initial_config=False``
+  (V4 on) round 0's config columns read ``-`` so the random cold start is not taken as a
+  recommended baseline; its results stay.
 * ``render_summary`` (S) — the engineer's own summary of its previous choice, verbatim, or a line
   saying there is none yet.
 * ``render_training`` (T) — ``bookkeeping``: rounds done / total, epochs per round, epochs done /
   total (or the per-round step cap when one replaces epochs). ``full`` adds GRPO (group size,
   prompts per update, clip range, KL coefficient, learning rate, rollout temperature, completion
-  budget) and the adaptive reward with its weight schedule and current weights.
+  budget) and the reward: MAPF's adaptive reward with its weight schedule and current weights,
+  or, for a testbed without one, a line saying the reward is its verifier's score.
 
 ``build_context`` joins the switched-on modules, in the order F, G, H, S, T, under headers.
 """
@@ -59,6 +67,51 @@ def render_failure_breakdown(breakdown: Mapping[str, Any]) -> str:
             lines.append(f"  {size:<6} n={row.get('n', 0):<3} valid {_pct(row.get('valid_rate')):>6}  "
                          f"optimal {_pct(row.get('optimal_rate')):>6}  failed checks: {failed or 'none'}")
     return "\n".join(lines)
+
+
+def render_bucket_failures(breakdown: Mapping[str, Any], scores: Mapping[str, float],
+                           groups: Mapping[str, Sequence[str]]) -> str:
+    """Module F for a bucket space without MAPF suites (reasoning_gym): per group (task), its mean
+    accuracy, then per bucket (level) n, accuracy and the non-zero failure counts of
+    ``breakdown["buckets"][bucket]`` (every count except ``n`` and ``correct``)."""
+    counts = breakdown.get("buckets") if isinstance(breakdown, Mapping) else None
+    counts = counts if isinstance(counts, Mapping) else {}
+    if not scores and not counts:
+        return "(no evaluation results)"
+    width = max(len(b) for bs in groups.values() for b in bs)
+    lines: list[str] = []
+    for group, buckets in groups.items():
+        seen = [b for b in buckets if b in scores]
+        mean = sum(scores[b] for b in seen) / len(seen) if seen else None
+        lines.append(f"{group}: accuracy {_pct(mean)}")
+        for b in buckets:
+            row = counts.get(b) or {}
+            failed = ", ".join(f"{k} {v}" for k, v in row.items() if k not in ("n", "correct") and v)
+            lines.append(f"  {b:<{width}}  n={row.get('n', 0):<3} accuracy {_pct(scores.get(b)):>6}  "
+                         f"failures: {failed or 'none'}")
+    return "\n".join(lines)
+
+
+def render_failures(breakdown: Mapping[str, Any], scores: Mapping[str, float], space: Any,
+                    groups: Mapping[str, Sequence[str]] | None = None) -> str:
+    """Module F for any testbed: MAPF suites (``render_failure_breakdown``), else the per-bucket
+    table of a bucket space (``render_bucket_failures``), else compact JSON."""
+    if has_suites(breakdown):
+        return render_failure_breakdown(breakdown)
+    if isinstance(space, BucketSpace):
+        return render_bucket_failures(breakdown, scores, groups or {"all": space.buckets})
+    return render_failure_breakdown(breakdown)
+
+
+def result_rates(breakdown: Mapping[str, Any], scores: Mapping[str, float]) -> dict[str, float]:
+    """The per-bucket success rate the diagnostics compare: MAPF's valid rate per size (from the
+    suites), otherwise the eval's ``bucket_scores``."""
+    return next(iter(result_columns(breakdown, scores).values()))
+
+
+def has_suites(breakdown: Any) -> bool:
+    """A dumped MAPF ``FailureBreakdown`` (eval suites per agent count)?"""
+    return isinstance(breakdown, Mapping) and isinstance(breakdown.get("suites"), Mapping)
 
 
 def _pct(x: Any) -> str:
@@ -105,15 +158,33 @@ You choose the training distribution of the next round; you never write instance
 - The evaluation uses more agents (3, 4, 5) than training (2), on 20%-hole maps."""
 
 
+REASONING_GYM_GUIDELINE = """\
+You choose the training distribution of the next round; you never write questions yourself.
+Each bucket is one task at one difficulty level (<task>:<level>, level 0 is the easiest); the
+levels and their settings come from reasoning-gym's own curricula.
+- Spend most of the data on buckets whose accuracy is between about 20% and 80%, and on the next
+  level of a task whose current level you solve. That is where training helps most.
+- Buckets you already solve (accuracy near 100%) give little learning signal: keep a small share
+  so they are not forgotten.
+- Buckets you never solve give no signal either: give them little data until the level below
+  them is solved.
+- Read the failures: "no_answer" means the answer was not put inside \\boxed{}: the format is not
+  yet learned, so favour the easiest levels; "wrong" and "partial" at a level you otherwise
+  solve call for more data at that level.
+- Change only what the failure breakdown points at; keep the other buckets as they are."""
+
+GENERIC_GUIDELINE = ("Move training data towards what the evaluation shows you get partly right; keep small "
+                     "shares of what you master; make edits only where the results point.")
+GUIDELINES = {"mapf_frozenlake": MAPF_GUIDELINE, "reasoning_gym": REASONING_GYM_GUIDELINE}
+"""Module G's heuristics per testbed; any other testbed gets ``GENERIC_GUIDELINE``."""
+
+
 def render_guideline(testbed_name: str, bounds: Mapping[str, tuple[float, float]] | None = None,
-                     field_docs: Mapping[str, str] | None = None) -> str:
-    """Module G: testbed heuristics, then each field's meaning and legal range."""
-    head = MAPF_GUIDELINE if testbed_name == "mapf_frozenlake" else (
-        "Move training data towards what the evaluation shows you get partly right; keep small "
-        "shares of what you master; make edits only where the results point.")
-    lines = [head]
+                     field_docs: Mapping[str, str] | None = None, unit: str = "map size") -> str:
+    """Module G: testbed heuristics, then each field's meaning and legal range (per ``unit``)."""
+    lines = [GUIDELINES.get(testbed_name, GENERIC_GUIDELINE)]
     if bounds:
-        lines.append("Fields (per map size):")
+        lines.append(f"Fields (per {unit}):")
         for field, (lo, hi) in bounds.items():
             doc = (field_docs or {}).get(field, "")
             lines.append(f"- {field} in [{lo:g}, {hi:g}]" + (f": {doc}" if doc else ""))
@@ -124,8 +195,9 @@ def render_guideline(testbed_name: str, bounds: Mapping[str, tuple[float, float]
 
 def render_history(entries: Sequence[Mapping[str, Any]], *, space: BucketSpace, include_initial_config: bool,
                    max_rounds: int) -> str:
-    """Module H from ``[{"round", "proposal", "breakdown"}, ...]`` (oldest first): per bucket of
-    the testbed's ``space``, the share and knobs trained on, then the valid and optimal rates.
+    """Module H from ``[{"round", "proposal", "breakdown", "scores"}, ...]`` (oldest first): per
+    bucket of the testbed's ``space``, the share and knobs trained on, then the result columns
+    (``result_columns``: MAPF's valid and optimal rates, otherwise the bucket's eval accuracy).
 
     Shows the last ``max_rounds`` entries; round 0's config is hidden unless
     ``include_initial_config``.
@@ -133,25 +205,34 @@ def render_history(entries: Sequence[Mapping[str, Any]], *, space: BucketSpace, 
     shown = list(entries)[-max_rounds:]
     if not shown:
         return "(no earlier rounds)"
-    header = "  " + f"{space.unit.split()[-1]:<6}" + " ".join(f"{n[:5]:>5}" for n in
-                                                           ("share", *(k.name for k in space.knobs)))
+    width = max(6, *(len(b) for b in space.buckets))
+    fields = " ".join(f"{n[:5]:>5}" for n in ("share", *(k.name for k in space.knobs)))
     blocks = []
     for entry in shown:
         round_index = int(entry["round"])
         hide = round_index == 0 and not include_initial_config
         buckets = _read_or_empty(space, entry.get("proposal") or {})
-        valid = valid_rates_by_size(entry.get("breakdown") or {})
-        optimal = optimal_rates_by_size(entry.get("breakdown") or {})
+        columns = result_columns(entry.get("breakdown") or {}, entry.get("scores") or {})
         title = f"round {round_index}" + (" (random start config, not shown)" if hide else "")
-        lines = [title, header + "   valid  optimal"]
-        for name in list(dict.fromkeys([*space.buckets, *valid])):
+        lines = [title, f"  {space.unit.split()[-1]:<{width}}{fields} " + "".join(f"{c:>8}" for c in columns)]
+        names = list(dict.fromkeys([*space.buckets, *(b for rates in columns.values() for b in rates)]))
+        for name in names:
             bucket = buckets.get(name)
             values = [None] * (1 + len(space.knobs)) if bucket is None or hide else \
                 [bucket.share, *(bucket.knobs[k.name] for k in space.knobs)]
             cfg = " ".join("    -" if hide else _num(v) for v in values)
-            lines.append(f"  {name:<6}{cfg}  {_pct(valid.get(name)):>6}  {_pct(optimal.get(name)):>6}")
+            results = "".join(f"{_pct(rates.get(name)):>8}" for rates in columns.values())
+            lines.append(f"  {name:<{width}}{cfg} {results}")
         blocks.append("\n".join(lines))
     return "\n".join(blocks)
+
+
+def result_columns(breakdown: Mapping[str, Any], scores: Mapping[str, float]) -> dict[str, dict[str, float]]:
+    """H's result columns: ``valid`` and ``optimal`` per size from MAPF suites, else ``accuracy``
+    per bucket from the eval's ``bucket_scores``."""
+    if has_suites(breakdown):
+        return {"valid": valid_rates_by_size(breakdown), "optimal": optimal_rates_by_size(breakdown)}
+    return {"accuracy": {str(b): float(v) for b, v in scores.items()}}
 
 
 def _read_or_empty(space: BucketSpace, proposal: Mapping[str, Any]) -> dict[str, Any]:
@@ -198,15 +279,17 @@ def render_training(run_info: Mapping[str, Any], *, round_index: int, total_roun
                  f"{run_info.get('learning_rate', '?')}, clip range {run_info.get('epsilon', '?')}, "
                  f"KL coefficient {run_info.get('beta', '?')}, at most "
                  f"{run_info.get('max_completion_length', '?')} completion tokens.")
+    if not reward or "weights" not in reward:  # a testbed without MAPF's adaptive reward
+        lines.append("Reward: the testbed's verifier score of each answer, in [0, 1] (1 = correct).")
+        return "\n".join(lines)
     lines.append("Reward = w_acc * accuracy + w_len * length. accuracy is 0 unless all eight checks "
                  "pass; then 1.0 at the optimal cost, falling linearly to 0.3 at a gap of twice the "
                  "optimal cost. length is 0 up to 1500 tokens, falling linearly to -1 at 4096.")
     lines.append("Weights follow an EMA of the share of short answers (<= 1500 tokens): (0.5, 0.5) "
                  "below 0.5, rising linearly to (0.8, 0.2) at 0.9 and above.")
-    if reward and "weights" in reward:
-        w_acc, w_len = reward["weights"]
-        lines.append(f"Current weights: w_acc={w_acc:.2f}, w_len={w_len:.2f} "
-                     f"(EMA of short answers {float(reward.get('ema', 0.0)):.2f}).")
+    w_acc, w_len = reward["weights"]
+    lines.append(f"Current weights: w_acc={w_acc:.2f}, w_len={w_len:.2f} "
+                 f"(EMA of short answers {float(reward.get('ema', 0.0)):.2f}).")
     return "\n".join(lines)
 
 

@@ -2,14 +2,16 @@
 
 ``design(ctx)``:
 
-1. Resolve the context modules (preset + overrides) and render them from ``ctx``: F from the
-   latest round's ``eval.breakdown``; G for the testbed; H from every round's (proposal, breakdown)
-   in ``ctx.history``; S from the summary carried in this engineer's state; T from
+1. Resolve the context modules (preset + overrides) and render them from ``ctx``, through the
+   testbed's declared ``BucketSpace`` (MAPF: sizes; reasoning_gym: task levels): F from the latest
+   round's ``eval.breakdown`` and ``bucket_scores``; G for the testbed; H from every round's
+   (proposal, breakdown, bucket scores) in ``ctx.history``; S from the summary carried in this engineer's state; T from
    ``ctx.run_info`` (and the testbed's current reward weights for the full variant).
 2. Build the chat prompt (``prompt.build_messages``) and ask the engineer model: ``checkpoint``
    → ``ctx.policy``; ``base`` → ``ctx.base_policy()``; ``endpoint`` → ``EndpointPolicy``. On a vLLM
    policy with ``structured_output`` the answer is decoded under ``prompt.output_schema``.
-3. Parse the answer leniently (``parse.parse_answer``); up to ``attempts`` generations until one
+3. Parse the answer leniently (``parse.parse_answer`` with the space, so its container and bucket
+   names mark a proposal); up to ``attempts`` generations until one
    holds a config. ``Design.raw`` is the parsed config (``None`` when nothing usable came back, or
    when the endpoint failed — ``project`` then keeps the previous config and records a ``Change``
    at path ``""``; ``notes["status"]`` says why in words).
@@ -39,6 +41,7 @@ from engineers.checkpoint.diagnostics import edit_granularity, frontier_movement
 from engineers.checkpoint.endpoint import EndpointError, EndpointPolicy
 from engineers.checkpoint.parse import ParsedAnswer, looks_like_proposal, parse_answer
 from engineers.checkpoint.prompt import build_messages, output_schema, prompt_text, rounded_example
+from testbeds.buckets import groups_of
 
 DEFAULT_MAX_NEW_TOKENS = 512
 RETRY_TEMPERATURE = 0.7
@@ -89,14 +92,18 @@ class CheckpointEngineer(Engineer):
         """All switched-on modules rendered from ``ctx`` and this engineer's state."""
         latest = ctx.history[-1] if ctx.history else None
         texts: dict[str, str | None] = {}
+        space = ctx.testbed.proposal_space
         if spec.failure:
-            texts["failure"] = ctxmod.render_failure_breakdown(latest.eval.breakdown if latest else {})
+            texts["failure"] = ctxmod.render_failures(latest.eval.breakdown if latest else {},
+                                                      latest.eval.bucket_scores if latest else {},
+                                                      space, _groups(ctx.testbed))
         if spec.guideline:
-            bounds, docs = _field_info(ctx.testbed.proposal_space)
-            texts["guideline"] = ctxmod.render_guideline(ctx.testbed.name, bounds, docs)
+            bounds, docs = _field_info(space)
+            texts["guideline"] = ctxmod.render_guideline(ctx.testbed.name, bounds, docs,
+                                                         unit=getattr(space, "unit", "bucket"))
         if spec.history:
-            entries = [{"round": r.round, "proposal": r.proposal, "breakdown": r.eval.breakdown}
-                       for r in ctx.history]
+            entries = [{"round": r.round, "proposal": r.proposal, "breakdown": r.eval.breakdown,
+                        "scores": r.eval.bucket_scores} for r in ctx.history]
             texts["history"] = ctxmod.render_history(entries, space=ctx.testbed.proposal_space,
                                                      include_initial_config=spec.history_initial_config,
                                                      max_rounds=self.config.history_rounds)
@@ -110,7 +117,8 @@ class CheckpointEngineer(Engineer):
 
     def messages(self, ctx: DesignContext, spec: ContextSpec) -> list[dict[str, str]]:
         """The full chat prompt for this round."""
-        return build_messages(self.render_context(ctx, spec), rounded_example(_example_proposal(ctx)))
+        return build_messages(self.render_context(ctx, spec), rounded_example(_example_proposal(ctx)),
+                              ctx.testbed.proposal_space)
 
     # -- design -------------------------------------------------------------------------------------
     @classmethod
@@ -125,7 +133,8 @@ class CheckpointEngineer(Engineer):
         messages = self.messages(ctx, spec)
         started = time.perf_counter()
         outputs, parsed, decoding, failure = self._ask(ctx, messages)
-        found = parsed is not None and parsed.proposal is not None and looks_like_proposal(parsed.proposal)
+        space = ctx.testbed.proposal_space
+        found = parsed is not None and parsed.proposal is not None and looks_like_proposal(parsed.proposal, space)
         raw = parsed.proposal if found and parsed is not None else None
         summary = parsed.summary[:self.config.summary_max_chars] if parsed and parsed.summary else None
         projected, changes = ctx.testbed.project(raw, ctx.proposal)
@@ -165,8 +174,9 @@ class CheckpointEngineer(Engineer):
             for attempt in range(self.config.attempts):
                 completion, decoding = self._generate(policy, task, ctx, seed + attempt, attempt)
                 outputs.append(completion.text)
-                parsed = parse_answer(completion.text)
-                if parsed.proposal is not None and looks_like_proposal(parsed.proposal):
+                space = ctx.testbed.proposal_space
+                parsed = parse_answer(completion.text, space)
+                if parsed.proposal is not None and looks_like_proposal(parsed.proposal, space):
                     break
         except EndpointError as err:
             return outputs, None, decoding, f"endpoint failed, kept the previous config: {err}"
@@ -174,17 +184,20 @@ class CheckpointEngineer(Engineer):
 
     def _edit_diagnostics(self, ctx: DesignContext, raw: Any, projected: dict[str, Any],
                           summary: str | None) -> dict[str, Any]:
-        """The paper's behaviour diagnostics: edit granularity (proposed and applied), movement of
-        the data mass relative to the competence frontier, and whether the summary's claims hold."""
+        """The paper's behaviour diagnostics over the declared bucket space: edit granularity
+        (proposed and applied), movement of the share mass relative to the competence frontier,
+        and whether the summary's claims hold."""
+        space = ctx.testbed.proposal_space
         previous = ctx.proposal.model_dump(mode="json")
-        breakdown = ctx.history[-1].eval.breakdown if ctx.history else {}
-        order = list((previous.get("sizes") or {}).keys())
-        tolerance, local = self.config.edit_tolerance, self.config.local_edit_max_sizes
+        latest = ctx.history[-1].eval if ctx.history else None
+        rates = ctxmod.result_rates(latest.breakdown, latest.bucket_scores) if latest else {}
+        edits = {"tolerance": self.config.edit_tolerance, "local_max_sizes": self.config.local_edit_max_sizes,
+                 "container": space.container}
         return {
-            "edits_proposed": edit_granularity(previous, _sizes_view(raw), tolerance=tolerance, local_max_sizes=local),
-            "edits_applied": edit_granularity(previous, projected, tolerance=tolerance, local_max_sizes=local),
-            "frontier": frontier_movement(breakdown, previous, projected, order),
-            "summary_check": summary_consistency(summary, breakdown),
+            "edits_proposed": edit_granularity(previous, _bucket_view(raw, space), **edits),
+            "edits_applied": edit_granularity(previous, projected, **edits),
+            "frontier": frontier_movement(rates, previous, projected, space, _groups(ctx.testbed)),
+            "summary_check": summary_consistency(summary, rates, getattr(ctx.testbed, "bucket_groups", None)),
         }
 
     def _generate(self, policy: Policy, task: Task, ctx: DesignContext, seed: int,
@@ -241,17 +254,24 @@ def vllm_structured_generate(policy: Any, task: Task, schema: dict[str, Any], *,
     return Completion(text=result.text, num_tokens=len(result.token_ids))
 
 
-def _sizes_view(raw: Any) -> dict[str, Any] | None:
-    """``{"sizes": {...}}`` with lenient size keys (``"5"``, ``"size_5"``) normalised to ``"5x5"``."""
+def _bucket_view(raw: Any, space: BucketSpace) -> dict[str, Any] | None:
+    """``{container: {...}}`` of the model's own answer, with lenient MAPF size keys (``"5"``,
+    ``"size_5"``) normalised to the space's ``"5x5"``; keys naming no bucket are left out."""
     if not isinstance(raw, dict):
         return None
-    inner = raw.get("sizes") if isinstance(raw.get("sizes"), dict) else raw
+    inner = raw.get(space.container) if isinstance(raw.get(space.container), dict) else raw
     out: dict[str, Any] = {}
     for key, value in inner.items():
         m = _SIZE_KEY.match(str(key))
-        if m and (m.group(2) is None or m.group(1) == m.group(2)):
-            out[f"{int(m.group(1))}x{int(m.group(1))}"] = value
-    return {"sizes": out}
+        name = f"{int(m.group(1))}x{int(m.group(1))}" if m and (m.group(2) in (None, m.group(1))) else str(key)
+        if name in space.buckets:
+            out[name] = value
+    return {space.container: out}
+
+
+def _groups(testbed: Any) -> dict[str, tuple[str, ...]]:
+    """The testbed's environments (reasoning_gym: task → its levels; MAPF: one group of all sizes)."""
+    return groups_of(testbed, testbed.proposal_space)
 
 
 def _status(usable: bool, found: bool, rejected: Any, parsed: ParsedAnswer | None) -> str:
@@ -260,7 +280,7 @@ def _status(usable: bool, found: bool, rejected: Any, parsed: ParsedAnswer | Non
         return "usable config"
     if found and rejected is not None:
         return f"config rejected by project ({rejected.reason})"
-    why = parsed.error if parsed and parsed.error else "no size keys"
+    why = parsed.error if parsed and parsed.error else "no bucket keys"
     return f"no usable config in the output ({why}); kept the previous config"
 
 

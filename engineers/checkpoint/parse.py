@@ -19,7 +19,10 @@
 The answer's ``summary`` comes from the object's ``summary`` string, else from a prose line
 starting with ``Summary:``; ``reasoning`` is the object's ``reasoning`` string, else the text
 before the chosen object. ``proposal`` is the object without ``summary``/``reasoning``, with
-size-keyed objects found next to ``sizes`` folded into it (``gather_sizes``).
+size-keyed objects found next to ``sizes`` folded into it (``gather_sizes``). With the testbed's
+declared ``BucketSpace`` (``parse_answer(text, space)``), the space's container and bucket names
+also mark a proposal, and ``fold_buckets`` brings what small models write instead into the
+space's layout (bucket entries at the top level, a bare number as a knob-less bucket's share).
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
+
+from curriculum.core.spaces import BucketSpace
 
 _SIZE_KEY = re.compile(r"^\s*(?:size\s*[_-]?\s*)?\d{1,2}(?:\s*[x×*]\s*\d{1,2})?\s*$", re.I)
 _SUMMARY_LINE = re.compile(r"^\W*summary\W*:\s*(.+)$", re.I | re.M)
@@ -54,7 +59,7 @@ class ParsedAnswer:
     """Repairs applied to the chosen candidate."""
 
 
-def parse_answer(text: str) -> ParsedAnswer:
+def parse_answer(text: str, space: BucketSpace | None = None) -> ParsedAnswer:
     """Extract the last usable JSON object from ``text`` (see module docstring)."""
     if not isinstance(text, str):
         text = "" if text is None else str(text)
@@ -72,18 +77,41 @@ def parse_answer(text: str) -> ParsedAnswer:
     if not parsed:
         return ParsedAnswer(proposal=None, summary=_summary_line(text), reasoning=text.strip(),
                             method="none", candidates=len(spans), error=last_error)
-    looks = [p for p in parsed if looks_like_proposal(p[1])]
+    looks = [p for p in parsed if looks_like_proposal(p[1], space)]
     start, obj, method, repairs = (looks or parsed)[-1]
     summary = obj.get("summary") if isinstance(obj.get("summary"), str) else _summary_line(text)
     reasoning = obj.get("reasoning") if isinstance(obj.get("reasoning"), str) else text[:start].strip()
     proposal = gather_sizes({k: v for k, v in obj.items() if k not in ("summary", "reasoning")})
+    if space is not None:
+        proposal = fold_buckets(proposal, space)
     return ParsedAnswer(proposal=proposal, summary=summary.strip() if summary else None,
                         reasoning=reasoning, method=method, candidates=len(spans), repairs=repairs)
 
 
-def looks_like_proposal(obj: dict[str, Any]) -> bool:
-    """Has a ``sizes`` key or at least one size-like key (``"5x5"``, ``"5"``, ``"size_5"``)."""
-    return "sizes" in obj or any(isinstance(k, str) and _SIZE_KEY.match(k) for k in obj)
+def looks_like_proposal(obj: dict[str, Any], space: BucketSpace | None = None) -> bool:
+    """Has a ``sizes`` key or at least one size-like key (``"5x5"``, ``"5"``, ``"size_5"``); with a
+    declared ``space``, also its container key (reasoning_gym: ``buckets``) or one of its bucket
+    names (``"gcd:1"``)."""
+    if "sizes" in obj or any(isinstance(k, str) and _SIZE_KEY.match(k) for k in obj):
+        return True
+    return space is not None and (space.container in obj or any(k in space.buckets for k in obj))
+
+
+def fold_buckets(obj: dict[str, Any], space: BucketSpace) -> dict[str, Any]:
+    """The answer in the space's layout, for what small models write instead: bucket entries at
+    the top level move into the container (entries already inside it win), and in a space
+    without knobs a bare number for a bucket is its share (``"gcd:1": 0.3`` →
+    ``{"share": 0.3}``). Anything else is left for the testbed's ``project`` to judge."""
+    inner = obj.get(space.container)
+    stray = {k: v for k, v in obj.items() if k in space.buckets}
+    if not stray and not isinstance(inner, dict):
+        return obj
+    merged = {**stray, **(inner if isinstance(inner, dict) else {})}
+    if not space.knobs:
+        merged = {k: ({space.share_key: v} if isinstance(v, (int, float)) and not isinstance(v, bool) else v)
+                  for k, v in merged.items()}
+    rest = {k: v for k, v in obj.items() if k not in stray and k != space.container}
+    return {**rest, space.container: merged}
 
 
 def gather_sizes(obj: dict[str, Any]) -> dict[str, Any]:

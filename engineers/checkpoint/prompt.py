@@ -3,9 +3,11 @@
 ``build_messages`` returns ``[system, user]``: the system message states the role (design the
 generator config of your own next training round; never write instances), the user message holds
 the context modules (``context.build_context``) and the answer format: brief reasoning, then one
-JSON object ``{"summary": "...", "sizes": {...}}`` — ``summary`` is one or two sentences that
-explain the choice (carried forward as module S), ``sizes`` is the new generator config. A
-compact, complete example (equal data shares) is included so that small models copy the shape.
+JSON object ``{"summary": "...", "<container>": {...}}`` — ``summary`` is one or two sentences
+that explain the choice (carried forward as module S), the container (MAPF: ``sizes``;
+reasoning_gym: ``buckets``) is the new generator config, described from the testbed's declared
+``BucketSpace`` (container, unit, share key, knobs). A compact, complete example (equal shares)
+is included so that small models copy the shape.
 
 ``output_schema`` is the testbed's proposal JSON schema with ``reasoning`` and ``summary`` string
 properties added at the top level (used for schema-constrained decoding: vLLM structured outputs
@@ -21,6 +23,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from curriculum.core.spaces import BucketSpace
+
 SYSTEM = (
     "You are the environment engineer of your own reinforcement-learning curriculum. You are the "
     "model being trained. After each training round you read how you did and choose the "
@@ -35,25 +39,33 @@ object, with no comments, in this shape:
 {example}
 ```
 "summary": one or two sentences explaining your choice (you will read it next round).
-"sizes": every map size with data_ratio, hole_ratio and wait_ratio. The data_ratio values are
-shares of the training data and must sum to 1. Values outside the legal range are clipped; a
-missing size or field keeps its current value."""
+{fields}"""
 
 
-def example_answer(proposal_example: dict[str, Any]) -> str:
-    """The example JSON answer: a summary placeholder plus the example proposal, one size a line."""
-    sizes = proposal_example.get("sizes")
-    if not isinstance(sizes, dict):
+def fields_text(space: BucketSpace) -> str:
+    """The answer format's lines about the proposal fields, from the declared bucket space (MAPF:
+    ``"sizes": every map size with data_ratio, hole_ratio and wait_ratio. ...``)."""
+    keys = [space.share_key, *(k.name for k in space.knobs)]
+    listed = keys[0] if len(keys) == 1 else ", ".join(keys[:-1]) + " and " + keys[-1]
+    return (f'"{space.container}": every {space.unit} with {listed}. The {space.share_key} values are '
+            f"shares of the training data and must sum to 1. Values outside the legal range are clipped; "
+            f"a missing {space.unit} or field keeps its current value.")
+
+
+def example_answer(proposal_example: dict[str, Any], container: str = "sizes") -> str:
+    """The example JSON answer: a summary placeholder plus the example proposal, one bucket a line."""
+    buckets = proposal_example.get(container)
+    if not isinstance(buckets, dict):
         body = json.dumps(proposal_example)
         return '{"summary": "<why you chose this>", ' + body[1:]
-    rows = [f'    "{size}": {json.dumps(params)}' for size, params in sizes.items()]
-    return ('{\n  "summary": "<why you chose this>",\n  "sizes": {\n' + ",\n".join(rows) + "\n  }\n}")
+    rows = [f'    "{name}": {json.dumps(params)}' for name, params in buckets.items()]
+    return ('{\n  "summary": "<why you chose this>",\n  "' + container + '": {\n' + ",\n".join(rows) + "\n  }\n}")
 
 
-def build_messages(context: str, proposal_example: dict[str, Any]) -> list[dict[str, str]]:
+def build_messages(context: str, proposal_example: dict[str, Any], space: BucketSpace) -> list[dict[str, str]]:
     """``[system, user]`` chat messages: the context, then the answer format with an example."""
-    user = f"{context}\n\n{FORMAT.format(example=example_answer(proposal_example))}"
-    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
+    answer = FORMAT.format(example=example_answer(proposal_example, space.container), fields=fields_text(space))
+    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": f"{context}\n\n{answer}"}]
 
 
 def prompt_text(messages: list[dict[str, str]]) -> str:

@@ -19,8 +19,10 @@ min(``max_levels``, max over attributes of len(levels)) levels. Buckets are grou
   whole reply without one); reward = that score (1 correct; partial credit where the task defines it).
 * ``evaluate``: a fixed suite of ``eval_per_bucket`` items per bucket from ``eval_seed`` (disjoint
   from training seeds). ``score`` = mean over buckets of the accuracy (share of answers scoring 1);
-  metrics ``accuracy/<task>`` and ``accuracy/<task>/L<level>``; ``bucket_scores``, ``breakdown["bucket_counts"]`` and, per task and level, the failure counts ``correct`` / ``partial``
-  (0 < score < 1) / ``wrong`` (boxed answer scoring 0) / ``no_answer`` (no ``\\boxed{}``).
+  metrics ``accuracy/<task>`` and ``accuracy/<task>/L<level>``; ``bucket_scores``; and the failure
+  breakdown per task and level, ``breakdown["buckets"][<task>:<level>] = {"n", "correct",
+  "partial" (0 < score < 1), "wrong" (a boxed answer scoring 0), "no_answer" (no \\boxed{})}`` —
+  the bucket-space shape the checkpoint engineer's module F renders.
 """
 
 from __future__ import annotations
@@ -237,11 +239,21 @@ class ReasoningGymTestbed(Testbed):
         return [t for b in self.proposal_space.buckets
                 for t in self._items(b, self.config.eval_per_bucket, self._bucket_seed(self.config.eval_seed, b), "eval")]
 
+    @classmethod
+    def eval_budget(cls, config: BaseModel, default_max_new_tokens: int) -> tuple[int, int]:
+        """``eval_per_bucket`` prompts for every (task, level), at the policy's completion budget."""
+        levels = sum(task_levels(t, config.max_levels) for t in config.tasks)
+        return config.eval_per_bucket * levels, default_max_new_tokens
+
     def evaluate(self, policy: Policy, *, seed: int = 0) -> EvalReport:
         tasks = self.eval_tasks()
         completions = policy.generate(tasks, seed=seed)
         verdicts = [self.score(t, c)[1] for t, c in zip(tasks, completions, strict=True)]
         return eval_report(tasks, completions, verdicts, self.bucket_groups)
+
+
+OUTCOMES = ("correct", "partial", "wrong", "no_answer")
+"""How one eval answer ended (``breakdown["buckets"][bucket]`` counts each)."""
 
 
 def _outcome(verdict: dict[str, Any]) -> str:
@@ -260,18 +272,16 @@ def eval_report(tasks: Sequence[Task], completions: Sequence[Completion], verdic
         outcomes[t.features["bucket"]].append(_outcome(v))
     scores = {b: sum(o == "correct" for o in os) / len(os) for b, os in outcomes.items() if os}
     metrics: dict[str, float] = {}
-    failures: dict[str, dict[str, dict[str, int]]] = {}
     for task, buckets in groups.items():
         seen = [b for b in buckets if b in scores]
         metrics[f"accuracy/{task}"] = float(np.mean([scores[b] for b in seen])) if seen else 0.0
         for level, b in enumerate(buckets):
             if b in scores:
                 metrics[f"accuracy/{task}/L{level}"] = scores[b]
-                failures.setdefault(task, {})[f"L{level}"] = {k: outcomes[b].count(k) for k in
-                                                              ("correct", "partial", "wrong", "no_answer")}
+    counts = {b: {"n": len(os), **{k: os.count(k) for k in OUTCOMES}} for b, os in outcomes.items() if os}
     metrics["accuracy"] = float(np.mean(list(scores.values()))) if scores else 0.0
     metrics["mean_tokens"] = float(np.mean([c.num_tokens for c in completions])) if completions else 0.0
     samples = [{"prompt": t.messages[-1]["content"][:300], "response": c.text[:300], "answer": t.data["answer"],
                 **v} for t, c, v in list(zip(tasks, completions, verdicts, strict=True))[:3]]
     return EvalReport(score=metrics["accuracy"], metrics=metrics, samples=samples, bucket_scores=scores,
-                      breakdown={"bucket_counts": {b: len(o) for b, o in outcomes.items()}, "failures": failures})
+                      breakdown={"buckets": counts})

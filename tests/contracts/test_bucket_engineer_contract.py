@@ -1,8 +1,10 @@
-"""The bucket engineers (learnability, rlve, plr) on every testbed with a bucket space.
+"""The bucket engineers (learnability, rlve, plr, checkpoint) on every testbed with a bucket space.
 
 Same contract as ``test_engineers.py`` (design → legal proposal, JSON state round trip, same
 seed → same design), on MAPF-FrozenLake and reasoning-gym, from a history whose eval and train
 metrics are per bucket; plus: the design really moves budget (it is not the previous proposal).
+The checkpoint engineer's model is scripted: it answers, in prose plus a JSON block, the
+testbed's random proposal in the space's own layout, which the engineer must parse and apply.
 """
 
 from __future__ import annotations
@@ -19,9 +21,10 @@ from curriculum.registry import ENGINEERS
 from engineers.base import DesignContext
 from curriculum.core.types import EvalReport
 from testbeds.buckets import space_of
+from tests.contracts.test_engineers import ScriptedPolicy
 from trainers.bucket_stats import bucket_metrics
 
-BUCKET_ENGINEERS = ["learnability", "rlve", "plr"]
+BUCKET_ENGINEERS = ["learnability", "rlve", "plr", "checkpoint"]
 TESTBEDS = {"mapf_frozenlake": ["testbed.eval_agents=[3]", "testbed.eval_instances_per_size=1"],
             "reasoning_gym": ["testbed.eval_per_bucket=1"]}
 
@@ -50,13 +53,21 @@ def _design(name, testbed, tmp_path, seed):
     engineer.on_run_start(testbed, proposal)
     history = [_report(testbed, 0, proposal)]
     ctx = DesignContext(round=0, total_rounds=3, history=history, proposal=proposal, testbed=testbed,
-                        rng=np.random.default_rng(seed))
+                        rng=np.random.default_rng(seed), policy=_scripted(testbed),
+                        run_info={"epochs_per_round": 1.0})
     design = engineer.design(ctx)
     state = engineer.state_dict()
     engineer.load_state_dict(json.loads(json.dumps(state)))
     json.dumps(design.notes)
     engineer.close()
     return proposal, design
+
+
+def _scripted(testbed) -> ScriptedPolicy:
+    """The checkpoint engineer's model: reasoning, then the testbed's random proposal as JSON."""
+    proposal = testbed.random_proposal(np.random.default_rng(99)).model_dump(mode="json")
+    return ScriptedPolicy("The easiest buckets are solved; I move budget up.\n```json\n"
+                          + json.dumps({"summary": "more budget where I fail", **proposal}) + "\n```")
 
 
 @pytest.mark.parametrize("name", BUCKET_ENGINEERS)

@@ -44,6 +44,17 @@ def test_checkpoint_on_mapf_gets_the_checkpoint_cpu_preset_on_cpu_and_the_paper_
     assert "preset: configs/mapf_qwen3_4b.yaml" in out and "Qwen/Qwen3-4B" in out
 
 
+def test_checkpoint_on_reasoning_gym_gets_the_cpu_demo_on_cpu_and_qwen3_on_gpu():
+    code, out = _dry_run("--engineer", "checkpoint", "--testbed", "reasoning_gym", "--machine", "cpu")
+    assert code == 0, out
+    assert "preset: configs/reasoning_gym_cpu_demo.yaml — the checkpoint engineer on reasoning_gym" in out
+    assert "embedded:smollm2-135m-instruct" in out
+    code, out = _dry_run("--engineer", "checkpoint", "--testbed", "reasoning_gym", "--machine", "gpu")
+    assert code == 0, out
+    assert "preset: configs/reasoning_gym_qwen3_4b.yaml" in out and "Qwen/Qwen3-4B" in out
+    assert choose_preset("plr", "reasoning_gym", "simulated", "cpu").file == "reasoning_gym_simulated.yaml"
+
+
 def test_a_generic_preset_runs_the_engineer_asked_for():
     code, out = _dry_run("--engineer", "optuna", env={"CURRICULUM_MACHINE": "cpu"})
     assert code == 0, out
