@@ -28,6 +28,7 @@ min(``max_levels``, max over attributes of len(levels)) levels. Buckets are grou
 from __future__ import annotations
 
 import difflib
+import enum
 import functools
 import json
 from collections.abc import Sequence
@@ -115,8 +116,9 @@ def task_levels(task: str, max_levels: int) -> int:
 
 
 @functools.lru_cache(maxsize=512)
-def level_config(task: str, level: int) -> str:
-    """JSON of the dataset config at ``level`` (seed and size left out), from the curriculum."""
+def level_fields(task: str, level: int) -> dict[str, Any]:
+    """The dataset config's fields at ``level`` (seed and size left out), from the curriculum, as
+    the library's own Python values (enums stay enums: ``word_sorting``'s transformation)."""
     from reasoning_gym.factory import create_curriculum
     from reasoning_gym.coaching.base_curriculum import DefaultCurriculumContext, RangeAttributeMode
 
@@ -125,15 +127,23 @@ def level_config(task: str, level: int) -> str:
         curriculum.set_attr_level(name, min(level, len(attr.levels) - 1))
     config = curriculum.generate_configuration(
         {"seed": 0, "size": 1}, context=DefaultCurriculumContext(mode=RangeAttributeMode.UPPER_BOUND))
-    fields = {k: v for k, v in vars(config).items() if k not in ("seed", "size")}
-    return json.dumps(fields, sort_keys=True, default=list)
+    return {k: v for k, v in vars(config).items() if k not in ("seed", "size")}
+
+
+def level_config(task: str, level: int) -> str:
+    """``level_fields`` as JSON (enums by value), the readable record each item carries."""
+    return json.dumps(level_fields(task, level), sort_keys=True, default=_plain)
+
+
+def _plain(value: Any) -> Any:
+    return value.value if isinstance(value, enum.Enum) else list(value)
 
 
 @functools.lru_cache(maxsize=64)
-def _dataset(task: str, config_json: str, seed: int, size: int) -> Any:
+def _dataset(task: str, level: int, seed: int, size: int) -> Any:
     from reasoning_gym.factory import create_dataset
 
-    return create_dataset(task, seed=seed, size=size, **json.loads(config_json))
+    return create_dataset(task, seed=seed, size=size, **level_fields(task, level))
 
 
 def bucket_name(task: str, level: int) -> str:
@@ -184,16 +194,16 @@ class ReasoningGymTestbed(Testbed):
     # -- data and scoring ---------------------------------------------------------------------
     def _items(self, bucket: str, count: int, seed: int, prefix: str) -> list[Task]:
         task, level = self._where[bucket]
+        data = _dataset(task, level, seed, count)
         config_json = level_config(task, level)
-        data = _dataset(task, config_json, seed, count)
         out = []
         for i in range(count):
             entry = data[i]
             out.append(Task(
                 id=f"{prefix}-{bucket}-{seed}-{i}",
                 messages=[{"role": "user", "content": str(entry["question"]) + INSTRUCTION}],
-                data={"task": task, "config": config_json, "seed": seed, "size": count, "index": i,
-                      "answer": str(entry["answer"])},
+                data={"task": task, "level": level, "config": config_json, "seed": seed, "size": count, "index": i,
+                      "answer": None if entry["answer"] is None else str(entry["answer"])},
                 features={"bucket": bucket, "task": task, "level": level},
             ))
         return out
@@ -212,7 +222,7 @@ class ReasoningGymTestbed(Testbed):
 
     def score(self, task: Task, completion: Completion) -> tuple[float, dict[str, Any]]:
         d = task.data
-        data = _dataset(d["task"], d["config"], d["seed"], d["size"])
+        data = _dataset(d["task"], d["level"], d["seed"], d["size"])
         answered = answer_of(completion.text)
         boxed = "\\boxed{" in completion.text
         try:
@@ -232,7 +242,10 @@ class ReasoningGymTestbed(Testbed):
         return "The answer is \\boxed{unknown}."
 
     def reference_answer(self, task: Task) -> str | None:
-        return f"\\boxed{{{task.data['answer']}}}"
+        """The item's answer boxed; ``None`` for open-ended tasks whose items have no single answer
+        (``propositional_logic``: its verifier checks any valid conclusion)."""
+        answer = task.data["answer"]
+        return None if answer is None else f"\\boxed{{{answer}}}"
 
     def eval_tasks(self) -> list[Task]:
         """The fixed eval suite: ``eval_per_bucket`` items per bucket."""
