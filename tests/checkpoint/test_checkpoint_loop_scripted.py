@@ -70,7 +70,7 @@ def test_three_rounds_apply_exactly_the_projected_proposals(tiny_model_dir, tmp_
     prompt1 = (rd.round_dir(1) / "engineer_prompt.txt").read_text()
     assert "## S. Your summary of your previous choice\nI mastered 3x3; 6x6 needs waits." in prompt1
     diag1 = designs[1]["diagnostics"]
-    assert diag1["edits_proposed"]["sizes"] == ["3x3", "7x7"] and diag1["edits_proposed"]["scope"] == "local"
+    assert diag1["edits_proposed"]["buckets"] == ["3x3", "7x7"] and diag1["edits_proposed"]["scope"] == "local"
     assert designs[1]["design"]["notes"]["summary"] == "shift budget from 3x3 to 7x7."
     assert diag1["usable_so_far"] == "2/2"
 
