@@ -37,7 +37,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from curriculum.core.types import Task
 from testbeds.base import Testbed
@@ -68,10 +68,23 @@ class WarmStartConfig(BaseModel):
     with different seeds share one warm-started start."""
     cache: bool = True
     """Reuse (and store) the warm-started weights under ``$CURRICULUM_CACHE/warmstart``."""
+    micro_batch_size: int | None = Field(None, ge=1)
+    """Examples per forward/backward pass (``batch_size`` must be a multiple); gradients are
+    accumulated over ``batch_size / micro_batch_size`` passes, the update is the same mean over
+    the batch's tokens. Bounds peak memory (logits alone are 4 B x tokens x 49k vocab); default:
+    the whole batch at once."""
     group_by_length: bool = False
     """Batch examples of similar token length together (batch order still shuffled by ``seed``):
     less padding, the same examples. MAPF demo: 84% -> 99% real tokens per padded batch, i.e.
     ~15% less compute per step. Off by default so that existing cache entries stay valid."""
+
+
+    @model_validator(mode="after")
+    def _micro_divides(self) -> WarmStartConfig:
+        if self.micro_batch_size is not None and self.batch_size % self.micro_batch_size:
+            raise ValueError(f"batch_size ({self.batch_size}) must be a multiple of micro_batch_size "
+                             f"({self.micro_batch_size})")
+        return self
 
 
 def sft_examples(testbed: Testbed, tasks: Sequence[Task]) -> list[dict[str, Any]]:
@@ -111,7 +124,8 @@ def length_grouped(examples: Sequence[Example], tokenizer: Any, batch_size: int,
 def warm_start(model: Any, tokenizer: Any, testbed: Testbed, tasks: Sequence[Task], *, steps: int,
                learning_rate: float, batch_size: int, seed: int, bf16: bool = False,
                gradient_checkpointing: bool = False, progress: ProgressFn | None = None,
-               examples: Sequence[Example] = (), group_by_length: bool = False) -> dict[str, float]:
+               examples: Sequence[Example] = (), group_by_length: bool = False,
+               micro_batch_size: int | None = None) -> dict[str, float]:
     """Run ``steps`` SFT updates in place on the reference answers of ``tasks`` plus
     ``examples``; returns the training metrics."""
     from datasets import Dataset
@@ -129,11 +143,14 @@ def warm_start(model: Any, tokenizer: Any, testbed: Testbed, tasks: Sequence[Tas
             if progress is not None:
                 progress(1)
 
-    if group_by_length:
-        examples = length_grouped(examples, tokenizer, batch_size, seed)
+    micro = micro_batch_size or batch_size
+    if group_by_length:  # blocks of one micro-batch: that is what gets padded together
+        examples = length_grouped(examples, tokenizer, micro, seed)
     with tempfile.TemporaryDirectory(prefix="curriculum-sft-") as scratch:
         args = SFTConfig(output_dir=scratch, max_steps=steps, learning_rate=learning_rate,
-                         per_device_train_batch_size=batch_size, lr_scheduler_type="constant",
+                         per_device_train_batch_size=micro,
+                         gradient_accumulation_steps=batch_size // micro,
+                         lr_scheduler_type="constant",
                          completion_only_loss=True, report_to="none", save_strategy="no",
                          logging_steps=max(1, steps // 5), seed=seed, data_seed=seed,
                          disable_tqdm=True, use_cpu=not _cuda(),
@@ -165,6 +182,8 @@ def cache_key(weights_digest: str, examples: list[dict[str, Any]], config: WarmS
         "batch_size": config.batch_size, "seed": config.seed, "bf16": bf16,
         # Only when on, so that the keys of entries made before the option existed still match.
         **({"group_by_length": True} if config.group_by_length else {}),
+        **({"micro_batch_size": config.micro_batch_size}
+           if config.micro_batch_size not in (None, config.batch_size) else {}),
         "versions": [torch.__version__, transformers.__version__, trl.__version__],
     }, sort_keys=True).encode()
     return hashlib.sha256(blob).hexdigest()[:20]
@@ -196,7 +215,8 @@ def cached_warm_start(model: Any, tokenizer: Any, testbed: Testbed, config: Warm
                           learning_rate=config.learning_rate, batch_size=config.batch_size,
                           seed=config.seed, bf16=bf16, gradient_checkpointing=gradient_checkpointing,
                           progress=progress, examples=supplied,
-                          group_by_length=config.group_by_length)
+                          group_by_length=config.group_by_length,
+                          micro_batch_size=config.micro_batch_size)
 
     if not config.cache:
         return None, train()

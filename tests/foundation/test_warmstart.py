@@ -47,14 +47,14 @@ def test_cache_key_changes_with_every_input():
     from trainers.warmstart import WarmStartConfig, cache_key
 
     examples = [{"prompt": [{"role": "user", "content": "a"}], "completion": [{"role": "assistant", "content": "b"}]}]
-    base = WarmStartConfig(steps=4)
+    base = WarmStartConfig(steps=4, batch_size=8)
     key = cache_key("w", examples, base, False)
     assert key == cache_key("w", examples, WarmStartConfig(steps=4), False)
     other_examples = [{**examples[0], "completion": [{"role": "assistant", "content": "c"}]}]
     variants = [cache_key("w2", examples, base, False), cache_key("w", other_examples, base, False),
                 cache_key("w", examples, base, True)]
     for change in ({"steps": 5}, {"learning_rate": 2e-4}, {"batch_size": 4}, {"seed": 1},
-                   {"group_by_length": True}):
+                   {"group_by_length": True}, {"micro_batch_size": 4}):
         variants.append(cache_key("w", examples, base.model_copy(update=change), False))
     assert key not in variants and len(set(variants)) == len(variants)
     # Whether the cache is used does not change what it would hold.
@@ -120,3 +120,14 @@ def test_length_grouped_batches_keep_the_examples_and_cut_padding(tiny_model_dir
     assert padded(grouped) < padded(examples)
     assert grouped == length_grouped(examples, tokenizer, 8, seed=0)  # seeded
     assert grouped != length_grouped(examples, tokenizer, 8, seed=1)  # block order is shuffled
+
+
+def test_micro_batch_must_divide_the_batch():
+    import pytest
+    from pydantic import ValidationError
+
+    from trainers.warmstart import WarmStartConfig
+
+    assert WarmStartConfig(batch_size=8, micro_batch_size=2).micro_batch_size == 2
+    with pytest.raises(ValidationError, match="multiple of micro_batch_size"):
+        WarmStartConfig(batch_size=8, micro_batch_size=3)
