@@ -5,8 +5,8 @@
 1. Resolve the context modules (preset + overrides) and render them from ``ctx``, through the
    testbed's declared ``BucketSpace`` (MAPF: sizes; reasoning_gym: task levels): F from the latest
    round's ``eval.breakdown`` and ``bucket_scores``; G for the testbed; H from every round's
-   (proposal, breakdown, bucket scores) in ``ctx.history``; S from the summary carried in this engineer's state; T from
-   ``ctx.run_info`` (and the testbed's current reward weights for the full variant).
+   (proposal, breakdown, bucket scores) in ``ctx.history``; S from the summary carried in this
+   engineer's state; T from ``ctx.run_info`` (and the testbed's current reward weights for the full variant).
 2. Build the chat prompt (``prompt.build_messages``) and ask the engineer model: ``checkpoint``
    → ``ctx.policy``; ``base`` → ``ctx.base_policy()``; ``endpoint`` → ``EndpointPolicy``. On a vLLM
    policy with ``structured_output`` the answer is decoded under ``prompt.output_schema``.
@@ -104,7 +104,7 @@ class CheckpointEngineer(Engineer):
         if spec.history:
             entries = [{"round": r.round, "proposal": r.proposal, "breakdown": r.eval.breakdown,
                         "scores": r.eval.bucket_scores} for r in ctx.history]
-            texts["history"] = ctxmod.render_history(entries, space=ctx.testbed.proposal_space,
+            texts["history"] = ctxmod.render_history(entries, space=space,
                                                      include_initial_config=spec.history_initial_config,
                                                      max_rounds=self.config.history_rounds)
         if spec.summary:
@@ -171,10 +171,10 @@ class CheckpointEngineer(Engineer):
         decoding = "free text + lenient parsing"
         try:
             policy = self.engineer_policy(ctx)
+            space = ctx.testbed.proposal_space
             for attempt in range(self.config.attempts):
                 completion, decoding = self._generate(policy, task, ctx, seed + attempt, attempt)
                 outputs.append(completion.text)
-                space = ctx.testbed.proposal_space
                 parsed = parse_answer(completion.text, space)
                 if parsed.proposal is not None and looks_like_proposal(parsed.proposal, space):
                     break
