@@ -23,6 +23,7 @@ runs (e.g. ``engineers.optuna.sampler=random``); any other ``--set`` applies to 
 from __future__ import annotations
 
 import io
+import math
 import os
 import shutil
 import time
@@ -378,6 +379,10 @@ def summarize(spec: CompareSpec, summaries: dict[tuple[str, int], RunSummary],
     }
 
 
+def _measured(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not math.isnan(value)
+
+
 def results_table(data: dict[str, Any]) -> Any:
     """Rich tables: per engineer, then pairwise differences (as one renderable group)."""
     from rich.console import Group
@@ -387,18 +392,19 @@ def results_table(data: dict[str, Any]) -> Any:
     if data["simulated"]:
         title = "SIMULATED LEARNER, not model results — " + title
     main = Table(title=title, title_justify="left")
-    for col in ("engineer", "runs", "final score [95% CI]", "mean over rounds", "final valid",
-                "final optimal"):
+    # MAPF's valid/optimal columns only where some run measured them (reasoning_gym has neither).
+    rates = [(label, key) for label, key in (("final valid", "final_valid_rate"), ("final optimal", "final_optimal_rate"))
+             if any(s.get("n") and _measured(s.get(key)) for s in data["summary"].values())]
+    for col in ("engineer", "runs", "final score [95% CI]", "mean over rounds", *(label for label, _ in rates)):
         main.add_column(col, justify="left" if col == "engineer" else "right")
     for e in data["engineers"]:
         s = data["summary"][e]
         if not s.get("n"):
-            main.add_row(e, "0", "—", "—", "—", "—")
+            main.add_row(e, "0", "—", "—", *("—" for _ in rates))
             continue
         f = s["final_score"]
         main.add_row(e, str(s["n"]), f"{f['mean']:.3f} [{f['low']:.3f}, {f['high']:.3f}]",
-                     f"{s['mean_score_over_rounds']:.3f}", f"{s['final_valid_rate']:.3f}",
-                     f"{s['final_optimal_rate']:.3f}")
+                     f"{s['mean_score_over_rounds']:.3f}", *(f"{s[key]:.3f}" for _, key in rates))
     pair = Table(title="Paired differences of the final score (a − b, same seeds; bootstrap 95% CI)",
                  title_justify="left")
     for col in ("a − b", "mean diff", "95% CI", "n"):

@@ -204,3 +204,28 @@ def test_parallel_workers_split_the_cores(monkeypatch):
     assert default_threads() == 1
     monkeypatch.setenv("CURRICULUM_TORCH_THREADS", "")
     assert default_threads() == (os.cpu_count() or 1)
+
+
+def test_results_table_shows_valid_and_optimal_only_where_measured():
+    import io as _io
+
+    from rich.console import Console
+
+    from curriculum.compare import results_table
+
+    final = {"mean": 0.5, "low": 0.4, "high": 0.6}
+    row = {"n": 2, "final_score": final, "mean_score_over_rounds": 0.45}
+    data = {"testbed": "reasoning_gym", "seeds": [0, 1], "rounds": 3, "simulated": False, "engineers": ["a", "b"],
+            "pairwise": [], "summary": {"a": {**row, "final_valid_rate": float("nan"), "final_optimal_rate": float("nan")},
+                                        "b": {"n": 0}}}
+
+    def shown(d):
+        console = Console(file=_io.StringIO(), width=200, color_system=None)
+        console.print(results_table(d))
+        return console.file.getvalue()
+
+    text = shown(data)
+    assert "0.500 [0.400, 0.600]" in text and "final valid" not in text and "nan" not in text
+    data["summary"]["a"].update(final_valid_rate=0.25, final_optimal_rate=0.125)
+    text = shown(data)
+    assert "final valid" in text and "0.250" in text and "0.125" in text
