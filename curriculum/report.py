@@ -73,17 +73,20 @@ def suite_rates(metrics: dict[str, float], kind: str = "valid") -> dict[int, flo
 
 
 def training_shares(testbed: str, proposal: dict[str, Any]) -> dict[str, float]:
-    """Bucket → share of a proposal, read through the testbed's declared bucket space (in its
-    bucket order); empty for other spaces (an environment pool)."""
+    """Bucket → share of a proposal, in the layout of the testbed's declared bucket space
+    (container and share key), in the proposal's bucket order; empty for other spaces (an
+    environment pool). The buckets come from the proposal itself: a testbed whose buckets depend
+    on its config (reasoning_gym) declares only their kind on the class."""
     from curriculum.core.spaces import BucketSpace
     from curriculum.registry import TESTBEDS
 
     space = TESTBEDS.get(testbed).load().proposal_space
-    if not isinstance(space, BucketSpace):
+    buckets = proposal.get(space.container) if isinstance(space, BucketSpace) else None
+    if not isinstance(buckets, dict):
         return {}
     try:
-        return {b: bucket.share for b, bucket in space.read(proposal).items()}
-    except (ValueError, KeyError, TypeError):
+        return {str(b): float(v[space.share_key]) for b, v in buckets.items()}
+    except (KeyError, TypeError, ValueError):
         return {}
 
 

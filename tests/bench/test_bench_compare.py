@@ -229,3 +229,14 @@ def test_results_table_shows_valid_and_optimal_only_where_measured():
     data["summary"]["a"].update(final_valid_rate=0.25, final_optimal_rate=0.125)
     text = shown(data)
     assert "final valid" in text and "0.250" in text and "0.125" in text
+
+
+def test_training_shares_read_any_bucket_space_from_the_proposal():
+    from curriculum.report import training_shares
+
+    rg = {"buckets": {"gcd:0": {"share": 0.75}, "gcd:1": {"share": 0.25}}}
+    assert training_shares("reasoning_gym", rg) == {"gcd:0": 0.75, "gcd:1": 0.25}
+    mapf = {"sizes": {"3x3": {"data_ratio": 0.4, "hole_ratio": 0.2, "wait_ratio": 0.0},
+                      "4x4": {"data_ratio": 0.6, "hole_ratio": 0.2, "wait_ratio": 0.0}}}
+    assert training_shares("mapf_frozenlake", mapf) == {"3x3": 0.4, "4x4": 0.6}
+    assert training_shares("reasoning_gym", {"sizes": {}}) == {}
