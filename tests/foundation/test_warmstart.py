@@ -54,7 +54,7 @@ def test_cache_key_changes_with_every_input():
     variants = [cache_key("w2", examples, base, False), cache_key("w", other_examples, base, False),
                 cache_key("w", examples, base, True)]
     for change in ({"steps": 5}, {"learning_rate": 2e-4}, {"batch_size": 4}, {"seed": 1},
-                   {"group_by_length": True}, {"micro_batch_size": 4}):
+                   {"group_by_length": True}, {"micro_batch_size": 4}, {"max_length": 2048}):
         variants.append(cache_key("w", examples, base.model_copy(update=change), False))
     assert key not in variants and len(set(variants)) == len(variants)
     # Whether the cache is used does not change what it would hold.
@@ -131,3 +131,46 @@ def test_micro_batch_must_divide_the_batch():
     assert WarmStartConfig(batch_size=8, micro_batch_size=2).micro_batch_size == 2
     with pytest.raises(ValidationError, match="multiple of micro_batch_size"):
         WarmStartConfig(batch_size=8, micro_batch_size=3)
+
+
+def _sum_examples(n: int) -> list[dict]:
+    return [{"prompt": [{"role": "user", "content": f"What is {i} + {i}?"}],
+             "completion": [{"role": "assistant", "content": f"\\boxed{{{2 * i}}}"}]} for i in range(n)]
+
+
+def test_micro_batches_make_the_same_update_as_one_pass(tiny_model_dir):
+    """batch_size 4 in passes of 1 (gradient accumulation) = batch_size 4 in one pass, up to rounding."""
+    import torch
+
+    from testbeds.heldout.testbed import SpadeTestbed, SpadeTestbedConfig
+
+    testbed = SpadeTestbed(SpadeTestbedConfig())
+    weights = []
+    for micro in (None, 1):
+        model, tokenizer = load_model(ModelConfig(name_or_path=str(tiny_model_dir)))
+        ticks: list[int] = []
+        warm_start(model, tokenizer, testbed, [], steps=2, learning_rate=5e-3, batch_size=4, seed=0,
+                   examples=_sum_examples(8), micro_batch_size=micro, progress=ticks.append)
+        assert sum(ticks) == 2  # optimizer steps, not passes
+        weights.append({k: v.detach().clone() for k, v in model.state_dict().items()})
+    start, _ = load_model(ModelConfig(name_or_path=str(tiny_model_dir)))
+    name = "model.layers.0.mlp.up_proj.weight"
+    assert not torch.equal(weights[0][name], start.state_dict()[name])  # it trained
+    for key, value in weights[0].items():
+        torch.testing.assert_close(weights[1][key], value, rtol=1e-4, atol=1e-5)
+
+
+def test_a_long_example_keeps_its_completion(tiny_model_dir):
+    """A prompt past TRL's default cut (1,024 tokens) still trains on its completion: a SPADE design
+    prompt with its document is up to ~1,500 tokens, and the design is the completion."""
+    from testbeds.heldout.testbed import SpadeTestbed, SpadeTestbedConfig
+
+    testbed = SpadeTestbed(SpadeTestbedConfig())
+    model, tokenizer = load_model(ModelConfig(name_or_path=str(tiny_model_dir)))
+    prompt = "Design a game about these words: " + " ".join(f"word{i}" for i in range(600))
+    example = {"prompt": [{"role": "user", "content": prompt}],
+               "completion": [{"role": "assistant", "content": "<hint>count the words</hint>"}]}
+    assert len(tokenizer(prompt)["input_ids"]) > 1100
+    metrics = warm_start(model, tokenizer, testbed, [], steps=1, learning_rate=5e-3, batch_size=1, seed=0,
+                         examples=[example])
+    assert metrics["warmstart/loss"] > 0.0
