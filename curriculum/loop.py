@@ -233,11 +233,9 @@ def _one_round(config: RunConfig, index: int, proposal: Any, history: list[Round
         if main:
             run_dir.log({"round": index, "event": "rank_weight_digests", "digests": digests})
 
-    next_proposal = proposal
-    report: RoundReport | None = None
+    report, next_proposal = _evaluate_and_design(config, index, proposal, train_metrics, history,
+                                                 run_dir, testbed, engineer, trainer, reporter)
     if main:
-        report, next_proposal = _evaluate_and_design(config, index, proposal, train_metrics, history,
-                                                     run_dir, testbed, engineer, trainer, reporter)
         state = {
             "engineer": engineer.state_dict(),
             "testbed": testbed.state_dict(),
@@ -269,33 +267,57 @@ def _one_round(config: RunConfig, index: int, proposal: Any, history: list[Round
 def _evaluate_and_design(config: RunConfig, index: int, proposal: Any, train_metrics: dict[str, float],
                          history: list[RoundReport],
                          run_dir: RunDir, testbed: Testbed, engineer: Engineer, trainer: Trainer,
-                         reporter: QuietReporter) -> tuple[RoundReport, Any]:
-    """Main process only: evaluate the new policy and ask the engineer for the next proposal."""
-    reporter.stage("eval", None)
-    policy = trainer.policy()
-    evaluation = testbed.evaluate(_with_progress(policy, reporter), seed=derive_seed(config.seed, index, "eval"))
-    run_dir.log({"round": index, "event": "eval", "score": evaluation.score, **evaluation.metrics})
-
-    report = RoundReport(round=index, proposal=proposal.model_dump(mode="json"),
-                         train_metrics=train_metrics, eval=evaluation, env_outcomes=trainer.env_outcomes())
+                         reporter: QuietReporter) -> tuple[RoundReport | None, Any]:
+    """Evaluate the new policy and ask the engineer for the next proposal, on the main process;
+    an engineer with ``collective_design`` designs on every rank (the main process's design
+    counts). Other ranks return ``(None, proposal)``."""
+    main = distributed.is_main()
+    collective = _collective(engineer)
+    if not (main or collective):
+        return None, proposal
+    policy = trainer.policy()  # on every rank that designs: pushing weights to vLLM can be collective
+    report = (_evaluate(config, index, proposal, train_metrics, run_dir, testbed, trainer, policy, reporter)
+              if main else None)
     if index + 1 >= config.rounds:
         return report, proposal
-    return report, _design(config, report, proposal, history, run_dir, testbed, engineer,
-                           trainer, policy, reporter)
+    if collective:
+        report = distributed.broadcast(report)  # every rank's engineer sees the same history
+    next_proposal = _design(config, report, proposal, history, run_dir, testbed, engineer, trainer, policy, reporter)
+    return (report if main else None), next_proposal
+
+
+def _collective(engineer: Engineer) -> bool:
+    return distributed.world_size() > 1 and engineer.collective_design
+
+
+def _evaluate(config: RunConfig, index: int, proposal: Any, train_metrics: dict[str, float], run_dir: RunDir,
+              testbed: Testbed, trainer: Trainer, policy: Any, reporter: QuietReporter) -> RoundReport:
+    """Main process only: the held-out evaluation of the round's policy."""
+    reporter.stage("eval", None)
+    evaluation = testbed.evaluate(_with_progress(policy, reporter), seed=derive_seed(config.seed, index, "eval"))
+    run_dir.log({"round": index, "event": "eval", "score": evaluation.score, **evaluation.metrics})
+    return RoundReport(round=index, proposal=proposal.model_dump(mode="json"),
+                       train_metrics=train_metrics, eval=evaluation, env_outcomes=trainer.env_outcomes())
 
 
 def _design(config: RunConfig, report: RoundReport, proposal: Any, history: list[RoundReport],
             run_dir: RunDir, testbed: Testbed, engineer: Engineer, trainer: Trainer, policy: Any,
             reporter: QuietReporter) -> Any:
-    """Ask the engineer for the next proposal after ``report``'s round; sets ``report.design``."""
+    """Ask the engineer for the next proposal after ``report``'s round; sets ``report.design``.
+    Main process only, or every rank for a ``collective_design`` engineer (the others return
+    ``proposal`` unchanged)."""
     index = report.round
+    collective = _collective(engineer)
     reporter.stage("design", None)
     ctx = DesignContext(
         round=index, total_rounds=config.rounds, history=[*history, report], proposal=proposal,
         testbed=testbed, rng=np.random.default_rng(derive_seed(config.seed, index, "engineer")),
         policy=policy, base_policy=trainer.base_policy, run_info=trainer.run_info(),
+        shard=trainer.generation_shard() if collective else (1, 0),
     )
     design = engineer.design(ctx)
+    if not distributed.is_main():
+        return proposal
     next_proposal, changes = testbed.project(design.raw, proposal)
     report.design = DesignRecord(
         engineer=engineer.name, design=design, projected=next_proposal.model_dump(mode="json"),
@@ -311,9 +333,10 @@ def _extend(config: RunConfig, run_dir: RunDir, history: list[RoundReport], prop
     used); extending the run asks for it now and re-commits that round with it."""
     report = history[-1]
     next_proposal = proposal
-    if distributed.is_main():
+    if distributed.is_main() or _collective(engineer):
         next_proposal = _design(config, report, proposal, history[:-1], run_dir, testbed, engineer,
                                 trainer, _with_progress(trainer.policy(), reporter), reporter)
+    if distributed.is_main():
         state = {"engineer": engineer.state_dict(), "testbed": testbed.state_dict(),
                  "rng": capture_rng(), "next_proposal": next_proposal.model_dump(mode="json")}
         run_dir.amend_round(report, state=state)

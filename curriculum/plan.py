@@ -17,7 +17,10 @@ Large Transformer Models", flash attention, so without the 5as/h attention-score
 
     gradient checkpointing:  2·L·T·h (each layer's bf16 input) + 34·T·h (one layer recomputed)
     without:                 34·L·T·h
-    plus the logits:         6·T·V (bf16 logits and the fp32 log-softmax of the rows)
+    plus the LM head:        2·T·h (its saved input) + 4·4096·min(V, 32768) (one fp32 logits tile)
+
+(TRL >= 1.16 scores completion tokens through a fused LM head in tiles of 4096 tokens x 32768
+vocabulary entries, ``trl.trainer.utils.add_fused_lm_head``, so the full T x V logits never exist.)
 
 A colocated vLLM engine takes ``vllm_gpu_memory_utilization`` of each GPU; inside it sit the bf16
 weights (2P / tensor-parallel size) and the KV cache, which must hold at least one sequence of
@@ -61,6 +64,8 @@ GEN_UTILISATION = 0.10
 """Assumed share of peak FLOP/s reached while generating (memory-bound decoding)."""
 TRAIN_UTILISATION = 0.35
 """Assumed share of peak FLOP/s reached by the training forward and backward passes."""
+LOGITS_TILE_TOKENS, LOGITS_TILE_VOCAB = 4096, 32768
+"""TRL's fused LM head tile (``trl/kernels/chunked_logprob.py``, ``_CHUNKED_LOGPROB_CHUNK_SIZE``)."""
 ACCELERATE_DIR = Path(__file__).resolve().parents[1] / "configs" / "accelerate"
 
 
@@ -217,7 +222,8 @@ def activation_gib(shape: ModelShape, tokens: int, *, checkpointing: bool) -> fl
     """One micro-batch of ``tokens`` tokens (module docstring)."""
     per_layer = 2 * tokens * shape.hidden if checkpointing else 34 * tokens * shape.hidden
     live = 34 * tokens * shape.hidden if checkpointing else 0
-    return (shape.layers * per_layer + live + 6 * tokens * shape.vocab) / GIB
+    head = 2 * tokens * shape.hidden + 4 * LOGITS_TILE_TOKENS * min(shape.vocab, LOGITS_TILE_VOCAB)
+    return (shape.layers * per_layer + live + head) / GIB
 
 
 def kv_cache_gib(shape: ModelShape, tokens: int) -> float:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from pydantic import BaseModel
@@ -43,10 +43,17 @@ class DesignContext:
     """Loads the frozen starting model on demand (the paper's base-model-as-engineer ablation)."""
     run_info: dict[str, Any] = field(default_factory=dict)
     """Training bookkeeping (epochs per round, trainer hyper-parameters) for context modules."""
+    shard: tuple[int, int] = (1, 0)
+    """(groups, this process's group) when ``design`` runs on every rank (``collective_design``):
+    a group's processes share one generation engine and get the same share of the work."""
 
 
 class Engineer(ABC):
     """Base class. Subclasses implement ``design`` (the registry names them)."""
+
+    collective_design: ClassVar[bool] = False
+    """Under several processes, ``design`` runs on every rank (to shard its work; the main process's
+    return value is used, and only the main process may write); otherwise on the main process only."""
 
     def __init__(self, config: BaseModel, *, run_dir: str | None = None) -> None:
         self.config = config

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from curriculum.core import distributed
 from curriculum.core.pool import EnvOutcome
 from curriculum.core.types import Policy, Task
 
@@ -71,6 +72,12 @@ class Trainer(ABC):
     def weights_digest(self) -> str | None:
         """A hash of this process's weights (multi-process runs check that ranks agree)."""
         return None
+
+    def generation_shard(self) -> tuple[int, int]:
+        """(groups, this process's group) for work split over processes: processes of one group
+        generate with one engine and must be handed the same prompts. Default: every process
+        its own group."""
+        return distributed.world_size(), distributed.rank()
 
     def run_info(self) -> dict[str, Any]:
         """Bookkeeping for engineers' context (epochs per round, hyper-parameters)."""

@@ -43,6 +43,21 @@ Both are the kernel's pool types (``curriculum.core.pool``), read back with ``po
 6. retires environments: mastered (unhinted win rate >= ``retire_win_rate``) or stale (played
    ``max_plays`` times), and the oldest beyond ``pool_size``.
 
+Several processes (``accelerate launch``, DDP / ZeRO / FSDP): every rank reads the same tasks
+(the proposal is broadcast by the controller) and the same state. The play set is split over
+generation groups — each rank, or each tensor-parallel group sharing one colocated vLLM engine —
+environment i going to group i mod groups, played in that rank's own sandbox pool from the reset
+seeds it has in the whole set; the episodes are gathered to every rank in set order. The main
+process alone then runs 3, 4 and 6 (it owns the designer buffer, the pool and the EMAs; the
+environment memory is the engineer's, on the main process too) and broadcasts the rows, its
+state and the metrics; the other ranks load that state, so every rank holds the same state after
+every step. The update is one optimizer step over the global batch: rank r trains rows r, r+W, …
+(padded to a multiple of W with fully masked rows), DDP / ZeRO average the gradients, so the
+weights stay identical on every rank (the controller logs each rank's weight digest). With the
+``grpo`` loss a padding row still counts in the per-row mean, scaling the step by
+n / (W·ceil(n/W)) (at most (W-1)/n away from 1). Design generation and admission are sharded in
+the engineer's design call (``SpadeEngineer.collective_design``).
+
 Everything the next steps depend on — the pool, the designer buffer, the EMA trackers, the step
 counter and the NumPy generator — is saved with the checkpoint (``selfplay_state.json``) and
 restored exactly by ``setup``.
@@ -52,6 +67,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -60,6 +76,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from curriculum.core import distributed
 from curriculum.core.pool import DesignSample, EnvOutcome, PoolEnvironment, pool_item
 from curriculum.core.types import Task
 from testbeds.base import Testbed
@@ -71,6 +88,8 @@ from trainers.spade.buffer import DelayedDesignerBuffer, DesignerSample
 from trainers.spade.play import Episode, PlayConfig, TransformersTurnModel, TurnModel, play, summarise
 
 STATE_FILE = "selfplay_state.json"
+LOGPROB_CHUNK = 1024
+"""Completion positions per LM-head call in ``sequence_logprobs``."""
 
 
 class PoolSettings(BaseModel):
@@ -207,8 +226,10 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
     def setup(self, checkpoint: Path | None) -> None:
         super().setup(checkpoint)
         path = checkpoint / STATE_FILE if checkpoint is not None else None
-        if path is not None and path.is_file():
-            self.load_state_dict(json.loads(path.read_text()))
+        state = json.loads(path.read_text()) if distributed.is_main() and path is not None and path.is_file() else None
+        state = distributed.broadcast(state)  # the main process's copy, also across nodes
+        if state is not None:
+            self.load_state_dict(state)
 
     def state_dict(self) -> dict[str, Any]:
         return {"step": self.step, "buffer": self.buffer.state_dict(), "pool": self.pool_envs,
@@ -228,8 +249,6 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
 
     def save(self, directory: Path) -> None:
         super().save(directory)
-        from curriculum.core import distributed
-
         if distributed.is_main():
             (directory / STATE_FILE).write_text(json.dumps(self.state_dict(), sort_keys=True))
 
@@ -284,19 +303,29 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
         return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
     def sequence_logprobs(self, prompt_ids: list[int], completion_ids: list[int]) -> list[float]:
-        """log_softmax(logits / T) of each completion token under the current weights."""
+        """log_softmax(logits / T) of each completion token under the current weights; the LM head
+        runs over ``LOGPROB_CHUNK`` positions at a time, so a long design never holds its full
+        T x V logits."""
         import torch
 
-        ids = torch.tensor([prompt_ids + completion_ids], device=self.model.device)
-        was_training = self.model.training
-        self.model.eval()
+        model = self.model.get_base_model() if hasattr(self.model, "get_base_model") else self.model
+        ids = torch.tensor([prompt_ids + completion_ids], device=model.device)
+        was_training = model.training
+        model.eval()
+        out: list[float] = []
         try:
             with torch.no_grad():
-                logits = self.model(input_ids=ids).logits[0, len(prompt_ids) - 1:-1].float()
+                hidden = model.get_decoder()(input_ids=ids).last_hidden_state[0, len(prompt_ids) - 1:-1]
+                head = model.get_output_embeddings()
+                targets = torch.tensor(completion_ids, device=hidden.device)
+                for start in range(0, len(completion_ids), LOGPROB_CHUNK):
+                    logits = head(hidden[start:start + LOGPROB_CHUNK]).float() / self.config.temperature
+                    logp = torch.log_softmax(logits, dim=-1)
+                    chunk = targets[start:start + LOGPROB_CHUNK]
+                    out += logp.gather(1, chunk[:, None])[:, 0].tolist()
         finally:
-            self.model.train(was_training)
-        logp = torch.log_softmax(logits / self.config.temperature, dim=-1)
-        return [float(logp[i, tok]) for i, tok in enumerate(completion_ids)]
+            model.train(was_training)
+        return out
 
     def _design_sample(self, design: DesignSample) -> DesignerSample:
         from trainers.generation import render_chat
@@ -381,15 +410,50 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
     # -- one rollout step ---------------------------------------------------------------------------
     def train_round(self, tasks: Sequence[Task], *, round_index: int, seed: int,
                     log: LogFn | None = None) -> dict[str, float]:
-        from curriculum.core import distributed
-
-        if distributed.world_size() > 1:
-            raise NotImplementedError("the selfplay trainer runs in one process (rows are built on the main "
-                                      "process); launch without accelerate's multi-process mode")
-        cfg: SelfPlayConfig = self.config
+        """One rollout step on every rank: plays sharded, the main process scores and batches,
+        every rank takes its share of the one update (module docstring, "Several processes")."""
+        self._check_multiprocess()
         started = time.monotonic()
         self.step = round_index
-        # 1. new environments and designs
+        new_envs, designs, step_envs = self._read_tasks(tasks)
+        # play every environment of this step's admitted designs (their reward needs plays), then
+        # the least-played pool environments (new ones without a design, e.g. an initial pool, included)
+        # (a design that re-creates a retired environment is played once more, outside the pool).
+        known = {**step_envs, **self.pool_envs}
+        designed = [d.env_id for d in designs if d.admitted and d.env_id in known]
+        designed += sorted(e for e in self._lp_waiting() if e in known)  # LP: replay until scored
+        play_ids = self._play_set(list(dict.fromkeys(designed)))
+        envs = [PoolEnvironment.model_validate(known[e]["env"]) for e in play_ids]
+        episodes = self._play_sharded(envs, seed)
+        batch = None
+        if distributed.is_main():  # the buffer, the pool and the EMAs are the main process's
+            batch = self._score_and_batch(designs, known, envs, episodes, new_envs)
+        batch = distributed.broadcast(batch)
+        if not distributed.is_main():
+            self.load_state_dict(batch["state"])
+        rows = batch["rows"]
+        self.last_rows = rows
+        # the update: every rank trains its share of the global batch
+        train = {"train/loss": 0.0, "train/steps": 0.0}
+        train.update(self._importance_weights(rows))
+        if len(rows) >= 2:  # a single row has no group to compare with
+            train.update(self._update(rows, seed, round_index, log))
+        metrics = {**batch["metrics"], **train, "train/seconds": time.monotonic() - started}
+        if log is not None:
+            log({"round": round_index, "event": "spade_step", **metrics})
+        return metrics
+
+    def _check_multiprocess(self) -> None:
+        """Sharded weights (ZeRO-3, FSDP) need every rank in every forward pass: plays then go
+        through vLLM (one engine per rank or tensor-parallel group), not the transformers fallback."""
+        sharded = (os.environ.get("ACCELERATE_DEEPSPEED_ZERO_STAGE") == "3"
+                   or os.environ.get("ACCELERATE_USE_FSDP", "").lower() == "true")
+        if distributed.world_size() > 1 and sharded and self.turn_model is None and not self._use_vllm():
+            raise ValueError("selfplay under ZeRO-3/FSDP plays through vLLM: set trainer.use_vllm=true "
+                             "(ranks play different environments, so transformers generation cannot shard weights)")
+
+    def _read_tasks(self, tasks: Sequence[Task]) -> tuple[list[str], list[DesignerSample], dict[str, dict[str, Any]]]:
+        """New environments enter the pool; designs become buffered samples (same on every rank)."""
         new_envs: list[str] = []
         designs: list[DesignerSample] = []
         step_envs: dict[str, dict[str, Any]] = {}
@@ -404,15 +468,38 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
                     new_envs.append(item.hash)
             else:
                 designs.append(self._design_sample(item))
-        # 2. play: every environment of this step's admitted designs (their reward needs plays), then
-        # the least-played pool environments (new ones without a design, e.g. an initial pool, included)
-        # (a design that re-creates a retired environment is played once more, outside the pool).
-        known = {**step_envs, **self.pool_envs}
-        designed = [d.env_id for d in designs if d.admitted and d.env_id in known]
-        designed += sorted(e for e in self._lp_waiting() if e in known)  # LP: replay until scored
-        play_ids = self._play_set(list(dict.fromkeys(designed)))
-        envs = [PoolEnvironment.model_validate(known[e]["env"]) for e in play_ids]
-        episodes = play(self.sandbox(), envs, self._turn_model(), cfg.play, seed=seed) if envs else []
+        return new_envs, designs, step_envs
+
+    def generation_shard(self) -> tuple[int, int]:
+        """(groups, this rank's group): ranks sharing one tensor-parallel vLLM engine play the same
+        environments (and generate the same design calls); otherwise every rank is its own group."""
+        world, rank = distributed.world_size(), distributed.rank()
+        engine = getattr(self._trl, "vllm_generation", None) if self._trl is not None else None
+        tp = self.config.vllm_tensor_parallel_size if engine is not None and self.turn_model is None else 1
+        return max(world // tp, 1), rank // tp
+
+    def _play_sharded(self, envs: list[PoolEnvironment], seed: int) -> list[Episode]:
+        """Each group plays environments i with i % groups == group in its own sandbox pool, from
+        the seeds environment i gets in the whole set; the episodes are gathered in set order."""
+        if not envs:
+            return []
+        groups, group = self.generation_shard()
+        mine = [i for i in range(len(envs)) if i % groups == group]
+        model = self._turn_model()  # on every rank: syncing vLLM weights can be collective
+        played = play(self.sandbox(), [envs[i] for i in mine], model, self.config.play, seed=seed,
+                      indices=mine) if mine else []
+        per_env: dict[int, list[Episode]] = {}
+        for rank_mine, rank_played in distributed.gather((mine, played)):
+            for i in rank_mine:
+                per_env.setdefault(i, [e for e in rank_played if e.env_id == envs[i].hash])
+        return [ep for i in range(len(envs)) for ep in per_env[i]]
+
+    def _score_and_batch(self, designs: list[DesignerSample], known: dict[str, dict[str, Any]],
+                         envs: list[PoolEnvironment], episodes: list[Episode],
+                         new_envs: list[str]) -> dict[str, Any]:
+        """Main process: play statistics, designer rewards, the buffer, the update's rows with
+        per-role advantages over the global batch, retirement; returned for broadcasting."""
+        cfg: SelfPlayConfig = self.config
         stats = summarise(envs, episodes)
         for env_id, s in stats.items():
             previous = self.ema.get(env_id)
@@ -445,19 +532,31 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
                                        [r["role"] for r in rows], std_roles=std_roles)
         for row, adv in zip(rows, advantages, strict=True):
             row["advantage"] = adv
-        # 5. update through TRL
-        train = {"train/loss": 0.0, "train/steps": 0.0, "spade/is_weight_mean": 1.0, "spade/is_weight_clipped_frac": 0.0}
-        if len(rows) >= 2:  # a single row has no group to compare with
-            train.update(self._update(rows, seed, round_index, log))
-        self.last_rows = rows
-        # 6. retire
         retired = self._retire(stats)
         self.last_env_results = {e: _outcome(e, s) for e, s in stats.items()}
-        metrics = self._metrics(designs, parts, stats, new_envs, episodes, rows, due, retired, train)
-        metrics["train/seconds"] = time.monotonic() - started
-        if log is not None:
-            log({"round": round_index, "event": "spade_step", **metrics})
-        return metrics
+        metrics = self._metrics(designs, parts, stats, new_envs, episodes, rows, due, retired)
+        return {"state": self.state_dict(), "rows": rows, "metrics": metrics}
+
+    def _importance_weights(self, rows: list[dict[str, Any]]) -> dict[str, float]:
+        """Per-token truncated IS weights min(pi_now / pi_behaviour, cap) of the delayed designer
+        rows under the weights this update starts from. Every rank computes all of them (the same
+        forward passes everywhere, so sharded weights gather in step); with vLLM's IS correction on,
+        TRL applies the same weight itself and this is skipped."""
+        designer = [r for r in rows if r["role"] == "designer"]
+        trl_corrects = self._use_vllm()
+        seen: list[float] = []
+        for row in designer:
+            if trl_corrects:
+                break
+            now = np.asarray(self.sequence_logprobs(row["prompt_ids"], row["completion_ids"]))
+            w = R.truncated_is_weights(now, np.asarray(row["behaviour"]), self.config.is_cap)
+            row["is_weights"] = [float(x) for x in w]
+            seen += row["is_weights"]
+        clipped = sum(w >= self.config.is_cap for w in seen)
+        return {"spade/is_weight_mean": float(np.mean(seen)) if seen else 1.0,
+                "spade/is_weight_clipped_frac": clipped / len(seen) if seen else 0.0,
+                "spade/advantage_agent_mean": R.mean([r["advantage"] for r in rows if r["role"] == "agent"]),
+                "spade/advantage_designer_mean": R.mean([r["advantage"] for r in designer])}
 
     def _agent_rows(self, episodes: list[Episode]) -> list[dict[str, Any]]:
         rows = []
@@ -494,7 +593,7 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
             self.retired[e] = "overflow"
         return {"mastered": len(mastered), "stale": len(stale), "overflow": overflow}
 
-    def _metrics(self, designs, parts, stats, new_envs, episodes, rows, due, retired, train) -> dict[str, float]:
+    def _metrics(self, designs, parts, stats, new_envs, episodes, rows, due, retired) -> dict[str, float]:
         out: dict[str, float] = {}
         n = len(designs)
         out["spade/designs"] = float(n)
@@ -526,22 +625,24 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
         out["spade/new_envs"] = float(len(new_envs))
         for key, value in retired.items():
             out[f"spade/retired_{key}"] = float(value)
-        out.update(train)
         return out
 
     # -- the GRPO update ----------------------------------------------------------------------------
     def _update(self, rows: list[dict[str, Any]], seed: int, round_index: int, log: LogFn | None) -> dict[str, float]:
+        """One optimizer step over all rows; rank r trains rows r, r+W, ... of the global batch
+        (padded to a multiple of W with fully masked rows) and DDP/ZeRO averages the gradients."""
         from datasets import Dataset
         from transformers import PrinterCallback
         from trl import GRPOConfig as TRLConfig
 
         cfg: SelfPlayConfig = self.config
-        n = len(rows)
+        local = shard_rows(rows, distributed.rank(), distributed.world_size())
+        n = len(local)
         accum = next(a for a in range(math.ceil(n / cfg.micro_batch_size), n + 1) if n % a == 0)
         args = TRLConfig(
             **{**self._shared_trl_args(seed), "logging_steps": 1},
-            per_device_train_batch_size=n // accum, gradient_accumulation_steps=accum, num_generations=n,
-            max_steps=1, scale_rewards="none",
+            per_device_train_batch_size=n // accum, gradient_accumulation_steps=accum,
+            num_generations=n * distributed.world_size(), max_steps=1, scale_rewards="none",
             max_completion_length=max(len(r["completion_ids"]) for r in rows),
             vllm_importance_sampling_mode="token_truncate", vllm_importance_sampling_clip_max=cfg.is_cap,
             vllm_tensor_parallel_size=cfg.vllm_tensor_parallel_size,
@@ -550,18 +651,18 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
 
         def rollout(prompts: list, trainer: Any) -> dict[str, Any]:
             if len(prompts) != n:
-                raise RuntimeError(f"selfplay expected one TRL batch of {n} rows, got {len(prompts)}")
-            return {"prompt_ids": [r["prompt_ids"] for r in rows],
-                    "completion_ids": [r["completion_ids"] for r in rows],
-                    "logprobs": [r["logprobs"] for r in rows],
-                    "env_mask": [r["env_mask"] for r in rows],
-                    "spade_reward": [r["reward"] for r in rows]}
+                raise RuntimeError(f"selfplay expected one TRL batch of {n} rows per process, got {len(prompts)}")
+            return {"prompt_ids": [r["prompt_ids"] for r in local],
+                    "completion_ids": [r["completion_ids"] for r in local],
+                    "logprobs": [r["logprobs"] for r in local],
+                    "env_mask": [r["env_mask"] for r in local],
+                    "spade_reward": [r["reward"] for r in local]}
 
         def spade_reward(prompts: list, completions: list, spade_reward: list, **_: Any) -> list[float]:
             return [float(v) for v in spade_reward]
 
         trainer = _SpadeGRPO(
-            rows=rows, is_cap=cfg.is_cap, model=self.model, reward_funcs=[spade_reward], args=args,
+            rows=local, model=self.model, reward_funcs=[spade_reward], args=args,
             train_dataset=Dataset.from_list([{"prompt": "spade rollout step"}]),
             processing_class=self.tokenizer, callbacks=[log_forwarder(log, round_index)], rollout_func=rollout,
             optimizers=(self.optimizer, _constant_schedule(self.optimizer)) if self.optimizer else (None, None),
@@ -570,9 +671,17 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
         result = trainer.train()
         self.model = trainer.accelerator.unwrap_model(trainer.model)
         self._trl = trainer
-        out = {"train/loss": float(result.training_loss), "train/steps": float(trainer.state.global_step)}
-        out.update({f"spade/{k}": v for k, v in trainer.spade_stats.items()})
-        return out
+        return {"train/loss": float(result.training_loss), "train/steps": float(trainer.state.global_step)}
+
+
+def shard_rows(rows: list[dict[str, Any]], rank: int, world: int) -> list[dict[str, Any]]:
+    """Rank ``rank``'s rows of the global batch: every ``world``-th row, after padding the batch to
+    a multiple of ``world`` with copies of its first rows whose ``env_mask`` is all 0 and advantage
+    0 (no token of a padding row enters the loss or the KL term)."""
+    missing = -len(rows) % world
+    pads = [{**rows[k % len(rows)], "role": "pad", "advantage": 0.0, "is_weights": None,
+             "env_mask": [0] * len(rows[k % len(rows)]["completion_ids"])} for k in range(missing)]
+    return (rows + pads)[rank::world]
 
 
 def _outcome(env_id: str, stats: dict[str, Any]) -> EnvOutcome:
@@ -588,16 +697,13 @@ def _spade_grpo_class() -> type:
     from trl import GRPOTrainer
 
     class SpadeGRPO(GRPOTrainer):
-        """TRL's GRPO with SPADE's per-role advantages and truncated IS for delayed designer rows."""
+        """TRL's GRPO with SPADE's per-role advantages; delayed designer rows carry per-token
+        truncated IS weights (``SelfPlayTrainer._importance_weights``) folded into the advantage."""
 
-        def __init__(self, *args: Any, rows: list[dict[str, Any]], is_cap: float, **kwargs: Any) -> None:
-            import os
-
+        def __init__(self, *args: Any, rows: list[dict[str, Any]], **kwargs: Any) -> None:
             os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
             super().__init__(*args, **kwargs)
             self.spade_rows = rows
-            self.spade_is_cap = is_cap
-            self.spade_stats: dict[str, float] = {}
 
         def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
             import torch
@@ -607,32 +713,11 @@ def _spade_grpo_class() -> type:
             width = out["completion_ids"].size(1)
             adv = torch.tensor([r["advantage"] for r in rows], dtype=torch.float32,
                                device=out["completion_ids"].device)[:, None].expand(len(rows), width).clone()
-            designer = [i for i, r in enumerate(rows) if r["role"] == "designer"]
-            trl_corrects = self.use_vllm and self.vllm_importance_sampling_correction
-            weights_seen: list[float] = []
-            clipped = 0
-            if designer and not trl_corrects:
-                idx = torch.tensor(designer, device=adv.device)
-                ids = torch.cat([out["prompt_ids"][idx], out["completion_ids"][idx]], dim=1)
-                mask = torch.cat([out["prompt_mask"][idx], out["completion_mask"][idx]], dim=1)
-                with torch.no_grad():
-                    now, _, _ = self._get_per_token_logps_and_entropies(self.model, ids, mask, width,
-                                                                       batch_size=len(designer))
-                for k, i in enumerate(designer):
-                    length = len(rows[i]["completion_ids"])
-                    w = R.truncated_is_weights(now[k, :length].float().cpu().numpy(),
-                                               np.asarray(rows[i]["behaviour"]), self.spade_is_cap)
-                    adv[i, :length] *= torch.tensor(w, dtype=adv.dtype, device=adv.device)
-                    rows[i]["is_weights"] = [float(x) for x in w]
-                    weights_seen += rows[i]["is_weights"]
-                    clipped += int(np.sum(w >= self.spade_is_cap))
+            for i, row in enumerate(rows):
+                if row["role"] == "designer" and row.get("is_weights"):
+                    w = row["is_weights"]
+                    adv[i, :len(w)] *= torch.tensor(w, dtype=adv.dtype, device=adv.device)
             out["advantages"] = adv
-            self.spade_stats = {
-                "is_weight_mean": float(np.mean(weights_seen)) if weights_seen else 1.0,
-                "is_weight_clipped_frac": clipped / len(weights_seen) if weights_seen else 0.0,
-                "advantage_agent_mean": float(np.mean([r["advantage"] for r in rows if r["role"] == "agent"] or [0.0])),
-                "advantage_designer_mean": float(np.mean([r["advantage"] for r in rows if r["role"] == "designer"] or [0.0])),
-            }
             return out
 
     return SpadeGRPO

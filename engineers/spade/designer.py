@@ -85,6 +85,8 @@ class DesignCandidate:
     """Set by ``Designer.admit_all``."""
     near_duplicate_of: str | None = None
     """Hash of an environment this one nearly duplicates."""
+    rank: int = 0
+    """Process that generated and admitted it (multi-process runs shard design calls)."""
 
     @property
     def hash(self) -> str:
@@ -217,7 +219,13 @@ class Designer:
     def propose(self, policy: Policy, round: int, n: int, rng: np.random.Generator, *,
                 seed: int, max_new_tokens: int) -> list[DesignCandidate]:
         """Generate ``n`` designs with ``policy`` in one batch and parse them."""
-        requests = self.requests(round, n, rng)
+        return self.generate(policy, round, self.requests(round, n, rng), seed=seed, max_new_tokens=max_new_tokens)
+
+    def generate(self, policy: Policy, round: int, requests: Sequence[dict[str, Any]], *,
+                 seed: int, max_new_tokens: int) -> list[DesignCandidate]:
+        """Generate the given design calls with ``policy`` in one batch and parse them."""
+        if not requests:
+            return []
         tasks = [Task(id=f"spade-design-r{round}-c{r['call']}", messages=r["messages"]) for r in requests]
         completions = policy.generate(tasks, max_new_tokens=max_new_tokens,
                                       temperature=self.config.temperature, seed=seed)
@@ -243,11 +251,23 @@ class Designer:
                   generation_seconds: float = 0.0) -> RoundSummary:
         """Admit, flag near duplicates, remember, and measure diversity (module docstring)."""
         t0 = time.monotonic()
+        self.verdicts(candidates)
+        return self.record_all(candidates, round, generation_seconds=generation_seconds,
+                               admission_seconds=time.monotonic() - t0)
+
+    def verdicts(self, candidates: Sequence[DesignCandidate]) -> None:
+        """Run admission on each candidate in the sandbox pool (one thread per worker)."""
+        if not candidates:
+            return
         workers = max(1, min(len(candidates), self.sandbox.config.workers))
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="spade-admit") as executor:
             verdicts = list(executor.map(lambda c: admit(c, self.sandbox, self.config.admission), candidates))
         for cand, verdict in zip(candidates, verdicts):
             cand.admission = verdict
+
+    def record_all(self, candidates: Sequence[DesignCandidate], round: int, *, generation_seconds: float,
+                   admission_seconds: float) -> RoundSummary:
+        """Flag near duplicates, remember and measure diversity of admitted-or-rejected candidates."""
         t1 = time.monotonic()
         admitted = [c for c in candidates if c.admission and c.admission.admitted]
         vendi = per_n = None
@@ -294,7 +314,7 @@ class Designer:
             embedding=embedder_name,
             near_duplicates={c.hash: c.near_duplicate_of for c in candidates if c.near_duplicate_of},
             corpus_docs=[c.corpus_doc_id for c in candidates], parents=[c.parent for c in candidates],
-            seconds={"generation": generation_seconds, "admission": t1 - t0, "diversity": t2 - t1})
+            seconds={"generation": generation_seconds, "admission": admission_seconds, "diversity": t2 - t1})
         log.info("spade round %d: %d/%d admitted, rejections %s, vendi/n %s", round,
                  len(summary.admitted), len(candidates), summary.rejections, per_n)
         return summary
@@ -320,7 +340,7 @@ class Designer:
             reason=adm.reason.value if adm and adm.reason else None,
             detail=adm.detail if adm else None, parent=cand.parent, corpus_doc_id=cand.corpus_doc_id,
             near_duplicate_of=cand.near_duplicate_of,
-            extra={"first_observation": _first_obs(cand), "call": cand.call,
+            extra={"first_observation": _first_obs(cand), "call": cand.call, "rank": cand.rank,
                    "num_tokens": cand.num_tokens, "output": cand.output[:20000],
                    "admission_seconds": adm.seconds if adm else None,
                    "checks_passed": adm.checks_passed if adm else []})

@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from curriculum.core import distributed
 from curriculum.core.pool import save_pool
 from curriculum.core.records import Design
 from curriculum.core.types import Policy
@@ -52,6 +53,9 @@ def sandbox_config(config: SpadeEngineerConfig):
 
 class SpadeEngineer(Engineer):
     """SPADE's environment designer (part 1)."""
+
+    collective_design = True
+    """Under several processes the controller calls ``design`` on every rank (design calls are sharded)."""
 
     def __init__(self, config: SpadeEngineerConfig, *, run_dir: str | None = None) -> None:
         super().__init__(config, run_dir=run_dir)
@@ -106,18 +110,46 @@ class SpadeEngineer(Engineer):
                 continue
 
     def design(self, ctx: DesignContext) -> Design:
-        self._remember_outcomes(ctx)
+        """Under several processes every rank calls this (``collective_design``): the main process
+        draws the round's design calls (skills, documents, memory seeds), each generation group g of
+        G (``ctx.shard``; a rank, or the ranks of one tensor-parallel vLLM engine) generates calls g,
+        g+G, ... and admits them in each rank's own sandbox pool, and the main process gathers the
+        candidates in call order, remembers them and returns the design; the other ranks return
+        an empty design the controller ignores."""
+        main = distributed.is_main()
         round_index = ctx.round + 1
-        seed = int(ctx.rng.integers(2**31))
+        seed = requests = None
+        if main:
+            self._remember_outcomes(ctx)
+            seed = int(ctx.rng.integers(2**31))
+            requests = self.designer(seed).requests(round_index, self.config.designs_per_round, ctx.rng)
+        seed, requests = distributed.broadcast((seed, requests))
         designer = self.designer(seed)
         policy = self._policy(ctx)
         max_new = (self.config.max_new_tokens
                    or getattr(getattr(policy, "config", None), "engineer_max_new_tokens", None)
                    or DEFAULT_MAX_NEW_TOKENS)
         start = time.monotonic()
-        candidates = designer.propose(policy, round_index, self.config.designs_per_round, ctx.rng,
-                                      seed=seed, max_new_tokens=max_new)
-        summary = designer.admit_all(candidates, round_index, generation_seconds=time.monotonic() - start)
+        groups, group = ctx.shard
+        mine = designer.generate(policy, round_index, requests[group::groups], seed=seed, max_new_tokens=max_new)
+        generated = time.monotonic()
+        for cand in mine:
+            cand.rank = distributed.rank()
+        designer.verdicts(mine)
+        timed = (mine, generated - start, time.monotonic() - generated)
+        parts = distributed.gather(timed)
+        if not main:
+            return Design(raw=None, notes={"spade": "recorded by the main process"})
+        by_call: dict[int, DesignCandidate] = {}
+        for part, _, _ in parts:  # ranks of one generation group made the same calls: keep the first
+            for cand in part:
+                by_call.setdefault(cand.call, cand)
+        candidates = [by_call[k] for k in sorted(by_call)]
+        summary = designer.record_all(candidates, round_index, generation_seconds=max(p[1] for p in parts),
+                                      admission_seconds=max(p[2] for p in parts))
+        return self._finish(candidates, summary)
+
+    def _finish(self, candidates: list[DesignCandidate], summary: RoundSummary) -> Design:
         self.last_candidates = candidates
         self.summaries.append(summary)
         with (self.dir / ROUNDS_LOG).open("a") as handle:

@@ -5,13 +5,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
+from launch_helpers import accelerate_launch, kill_tree
 
 from curriculum.rundir import RunDir
 
@@ -27,14 +26,6 @@ def empty_config(directory: Path) -> Path:
     return path
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def _command(model_dir: Path, out: Path, resume: bool) -> list[str]:
     sets = {
         "model.name_or_path": str(model_dir),
@@ -44,9 +35,7 @@ def _command(model_dir: Path, out: Path, resume: bool) -> list[str]:
         "generation.max_new_tokens": 8, "rounds": 2, "tasks_per_round": 8,
         "output_dir": str(out), "run_name": "mp",
     }
-    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--config_file",
-           str(ROOT / "configs/accelerate/cpu_2proc.yaml"), "--main_process_port", str(_free_port()),
-           "-m", "curriculum.cli", "run", "--config", str(empty_config(out))]
+    cmd = accelerate_launch() + ["-m", "curriculum.cli", "run", "--config", str(empty_config(out))]
     for key, value in sets.items():
         cmd += ["--set", f"{key}={value}"]
     if resume:
@@ -56,27 +45,6 @@ def _command(model_dir: Path, out: Path, resume: bool) -> list[str]:
 
 def _env() -> dict[str, str]:
     return {**os.environ, "OMP_WAIT_POLICY": "PASSIVE", "OMP_NUM_THREADS": "1"}
-
-
-def _kill_tree(pid: int) -> None:
-    """SIGKILL a process and every descendant (torchrun starts workers in their own sessions)."""
-    children: dict[int, list[int]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
-    stack, tree = [pid], []
-    while stack:
-        current = stack.pop()
-        tree.append(current)
-        stack.extend(children.get(current, []))
-    for member in tree:
-        try:
-            os.kill(member, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
 
 def _digest_events(run_dir: Path) -> list[dict]:
@@ -96,7 +64,7 @@ def test_two_processes_two_rounds_then_kill_and_resume(tiny_model_dir, tmp_path)
             pytest.fail(proc.stderr.read().decode()[-4000:])
         assert time.monotonic() < deadline, "round 0 was not committed in time"
         time.sleep(0.1)
-    _kill_tree(proc.pid)
+    kill_tree(proc.pid)
     proc.wait()
     round0 = {p.name: p.read_bytes() for p in committed.glob("*.json")}
 

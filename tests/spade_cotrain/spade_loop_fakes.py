@@ -37,6 +37,7 @@ def design_tasks(step: int) -> list[Task]:
 
 
 # -- a scripted designer engineer and a scripted-agent trainer for loop-level runs ---------------
+from pathlib import Path  # noqa: E402
 from typing import Literal  # noqa: E402
 
 from curriculum.core.config import PluginConfig  # noqa: E402
@@ -70,6 +71,38 @@ class ScriptedSelfPlayTrainer(SelfPlayTrainer):
         self.turn_model = ScriptedTurnModel()
 
 
+FIXTURES = Path(__file__).resolve().parents[1] / "spade" / "fixtures"
+DESIGN_BY_SKILL = {"s0": "games_guess_ok.out", "s1": "bad_syntax.out", "s2": "games_modarith_ok.out",
+                   "s3": "games_counter_moves_ok.out"}
+"""Design output per skill of the prompt (``engineer.skills: [s0, s1, s2, s3]``)."""
+
+
+class SkillScriptedPolicy:
+    """A designer model keyed by the prompt's skill (so sharding design calls over ranks cannot
+    change what a call returns); any other prompt (held-out eval) gets ``\\boxed{0}``."""
+
+    def generate(self, tasks, *, max_new_tokens=None, temperature=None, seed=0):
+        from testbeds.base import Completion
+
+        out = []
+        for task in tasks:
+            prompt = "\n".join(m["content"] for m in task.messages)
+            skill = next((k for k in DESIGN_BY_SKILL if f"Target skill: {k}." in prompt), None)
+            text = (FIXTURES / DESIGN_BY_SKILL[skill]).read_text() if skill else "\\boxed{0}"
+            out.append(Completion(text=text, num_tokens=len(text.split())))
+        return out
+
+
+class ScriptedDesignSelfPlayTrainer(ScriptedSelfPlayTrainer):
+    """The real co-training trainer, the scripted agent, and the skill-keyed designer model as the
+    policy the ``spade`` engineer designs with."""
+
+    name = "selfplay_scripted_designs"
+
+    def policy(self):
+        return SkillScriptedPolicy()
+
+
 def register() -> None:
     from curriculum.registry import ENGINEERS, TRAINERS
 
@@ -81,6 +114,10 @@ def register() -> None:
         TRAINERS.register("selfplay_scripted", "spade_loop_fakes:ScriptedSelfPlayTrainer",
                           "spade_loop_fakes:ScriptedSelfPlayConfig", "test: selfplay with a scripted agent",
                           trains_on="pool")
+    if "selfplay_scripted_designs" not in TRAINERS:
+        TRAINERS.register("selfplay_scripted_designs", "spade_loop_fakes:ScriptedDesignSelfPlayTrainer",
+                          "spade_loop_fakes:ScriptedDesignSelfPlayConfig",
+                          "test: selfplay with a scripted agent and designer model", trains_on="pool")
 
 
 from trainers.selfplay import SelfPlayConfig  # noqa: E402
@@ -88,3 +125,7 @@ from trainers.selfplay import SelfPlayConfig  # noqa: E402
 
 class ScriptedSelfPlayConfig(SelfPlayConfig):
     name: Literal["selfplay_scripted"] = "selfplay_scripted"  # type: ignore[assignment]
+
+
+class ScriptedDesignSelfPlayConfig(SelfPlayConfig):
+    name: Literal["selfplay_scripted_designs"] = "selfplay_scripted_designs"  # type: ignore[assignment]

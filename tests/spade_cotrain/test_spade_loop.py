@@ -42,7 +42,8 @@ def _train_records(run_dir: Path) -> list[dict]:
 
 def _launch(config_path: Path, resume: Path | None = None) -> subprocess.Popen:
     args = [sys.executable, str(HERE / "run_scripted.py"), str(config_path)] + ([str(resume)] if resume else [])
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "TRL_EXPERIMENTAL_SILENCE": "1"}
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "TRL_EXPERIMENTAL_SILENCE": "1",  # this checkout's code:
+           "PYTHONPATH": os.pathsep.join([str(HERE.parents[1]), os.environ.get("PYTHONPATH", "")])}
     return subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
 
 

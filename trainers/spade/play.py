@@ -193,14 +193,18 @@ def _won(step: Any) -> bool:
 
 
 def play(pool: Any, envs: Sequence[PoolEnvironment], model: TurnModel, config: PlayConfig, *,
-         seed: int, threads: int | None = None) -> list[Episode]:
-    """Play G unhinted and G hinted episodes per environment; episodes in env order, unhinted first."""
+         seed: int, threads: int | None = None, indices: Sequence[int] | None = None) -> list[Episode]:
+    """Play G unhinted and G hinted episodes per environment; episodes in env order, unhinted first.
+
+    ``indices``: each environment's position in the whole step's play set (default 0..n-1), which
+    picks its reset seeds, so a shard of the play set played on one rank gets the same seeds as in
+    the whole set."""
     from testbeds.sandbox import SandboxFailure
 
     G = config.episodes_per_condition
     episodes: list[Episode] = []
     owners: list[PoolEnvironment] = []
-    for index, env in enumerate(envs):
+    for index, env in zip(indices if indices is not None else range(len(envs)), envs, strict=True):
         seeds = episode_seeds(seed, index, G)
         for hinted in (False, True):
             for s in seeds:
