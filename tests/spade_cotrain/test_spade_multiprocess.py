@@ -27,6 +27,9 @@ from trainers.spade.play import episode_seeds  # noqa: E402
 pytestmark = pytest.mark.slow
 VOLATILE = ("seconds", "runtime", "per_second", "time", "timestamp", "wall")
 SEED, G, ROUNDS = 5, 2, 3
+WAIT_S = 900
+"""Longest wait for one launch (or round 0's commit): a hang fails, slowness on a loaded box does not
+(each launch is about 15-40 s of CPU time)."""
 
 
 def _config(tiny_model_dir: Path, out: Path, name: str) -> dict:
@@ -45,12 +48,26 @@ def _config(tiny_model_dir: Path, out: Path, name: str) -> dict:
     }
 
 
-def _launch(config_path: Path, resume: Path | None = None) -> subprocess.Popen:
-    cmd = accelerate_launch() + [str(HERE / "run_scripted.py"), str(config_path)] + ([str(resume)] if resume else [])
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "OMP_WAIT_POLICY": "PASSIVE", "TRL_EXPERIMENTAL_SILENCE": "1",
-           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}  # this checkout
-    return subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env,
-                            start_new_session=True)
+@pytest.fixture
+def launch():
+    """Starts ``run_scripted.py`` under a two-process ``accelerate launch``; every process tree it
+    started is SIGKILLed when the test ends, so a failing test leaves no workers behind."""
+    started: list[subprocess.Popen] = []
+
+    def _launch(config_path: Path, resume: Path | None = None) -> subprocess.Popen:
+        cmd = accelerate_launch() + [str(HERE / "run_scripted.py"), str(config_path)] + ([str(resume)] if resume else [])
+        env = {**os.environ, "OMP_NUM_THREADS": "1", "OMP_WAIT_POLICY": "PASSIVE", "TRL_EXPERIMENTAL_SILENCE": "1",
+               "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}  # this checkout
+        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                env=env, start_new_session=True)
+        started.append(proc)
+        return proc
+
+    yield _launch
+    for proc in started:
+        if proc.poll() is None:
+            kill_tree(proc.pid)
+            proc.wait()
 
 
 def _events(run_dir: Path, *names: str) -> list[dict]:
@@ -68,25 +85,25 @@ def _expected_win_rate(step: int) -> float:
     return float(np.mean([guess[0], 1.0, guess[1]]))
 
 
-def test_two_process_cotraining_resumes_after_sigkill(tiny_model_dir, tmp_path):
+def test_two_process_cotraining_resumes_after_sigkill(tiny_model_dir, tmp_path, launch):
     pytest.importorskip("reasoning_gym")
     out = tmp_path / "runs"
     paths = {}
     for name in ("straight", "killed"):
         paths[name] = tmp_path / f"{name}.json"
         paths[name].write_text(json.dumps(_config(tiny_model_dir, out, name)))
-    straight, killed = _launch(paths["straight"]), _launch(paths["killed"])
+    straight, killed = launch(paths["straight"]), launch(paths["killed"])
     killed_dir = out / "killed"
-    deadline = time.monotonic() + 300
+    deadline = time.monotonic() + WAIT_S
     while not (killed_dir / "rounds" / "round_000").is_dir():  # kill while step 1 is under way
         assert killed.poll() is None, killed.stderr.read()[-4000:]
         assert time.monotonic() < deadline, "round 0 was not committed in time"
         time.sleep(0.1)
     kill_tree(killed.pid)
     killed.wait()
-    assert straight.wait(timeout=300) == 0, straight.stderr.read()[-4000:]
-    resumed = _launch(paths["killed"], resume=killed_dir)
-    assert resumed.wait(timeout=300) == 0, resumed.stderr.read()[-4000:]
+    assert straight.wait(timeout=WAIT_S) == 0, straight.stderr.read()[-4000:]
+    resumed = launch(paths["killed"], resume=killed_dir)
+    assert resumed.wait(timeout=WAIT_S) == 0, resumed.stderr.read()[-4000:]
 
     a, b = out / "straight", killed_dir
     kinds = ("spade_step", "round_committed", "eval")
@@ -116,7 +133,7 @@ def _design_config(tiny_model_dir: Path, out: Path) -> dict:
     return config
 
 
-def test_two_process_design_calls_are_sharded(tiny_model_dir, tmp_path):
+def test_two_process_design_calls_are_sharded(tiny_model_dir, tmp_path, launch):
     """The spade engineer under two processes: rank r generates and admits calls r, r+2, ... in its
     own sandbox pool; the main process remembers all of them in call order."""
     pytest.importorskip("reasoning_gym")
@@ -127,8 +144,8 @@ def test_two_process_design_calls_are_sharded(tiny_model_dir, tmp_path):
     out = tmp_path / "runs"
     path = tmp_path / "designs.json"
     path.write_text(json.dumps(_design_config(tiny_model_dir, out)))
-    proc = _launch(path)
-    assert proc.wait(timeout=300) == 0, proc.stderr.read()[-4000:]
+    proc = launch(path)
+    assert proc.wait(timeout=WAIT_S) == 0, proc.stderr.read()[-4000:]
     run_dir = out / "designs"
     summary = json.loads((run_dir / "spade_rounds.jsonl").read_text().splitlines()[0])
     expected = [program_hash(parse_design((FIXTURES / DESIGN_BY_SKILL[s]).read_text()).program)
