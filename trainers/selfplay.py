@@ -608,7 +608,11 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
         for key in ("regret", "raw_regret", "regret_term", "anchor", "learning_potential", "uncentred"):
             vals = [p[key] for p in admitted_parts if key in p]
             out[f"spade/designer/{key}"] = R.mean(vals)
-        out["spade/designer/reward_uncentred_all"] = R.mean([p["uncentred"] for p in parts.values()])
+        uncentred = [p["uncentred"] for p in parts.values()]  # every design scored now, rejected included
+        out["spade/designer/reward_uncentred_all"] = R.mean(uncentred)
+        out["spade/designer/reward_std_all"] = R.std(uncentred)
+        out["spade/designer/reward_min_all"] = min(uncentred, default=0.0)
+        out["spade/designer/reward_max_all"] = max(uncentred, default=0.0)
         out["spade/win_rate"] = R.mean([s["win_rate"] for s in stats.values()])
         out["spade/win_rate_hint"] = R.mean([s["win_rate_hint"] for s in stats.values()])
         out["spade/regret_played"] = R.mean([s["regret"] for s in stats.values()])

@@ -85,6 +85,11 @@ def test_four_steps(run_config):
             if DELAY > 0:
                 assert buffered == pytest.approx(expected)
             expected_by_id.update(expected)
+            # the spread of the uncentred designer rewards, rejected design included
+            uncentred = [guess_reward, 0.0, -1.0, guess2_reward]
+            assert metrics["spade/designer/reward_std_all"] == pytest.approx(np.std(uncentred))
+            assert metrics["spade/designer/reward_min_all"] == -1.0
+            assert metrics["spade/designer/reward_max_all"] == pytest.approx(max(uncentred))
             # the update's rows: agent rows are this step's unhinted episodes that produced tokens
             rows = trainer.last_rows
             agent = [r for r in rows if r["role"] == "agent"]

@@ -73,6 +73,14 @@ def mean(values: Sequence[float]) -> float:
     return float(sum(values) / len(values)) if len(values) else 0.0
 
 
+def std(values: Sequence[float]) -> float:
+    """Population standard deviation; 0.0 for an empty sequence."""
+    if not len(values):
+        return 0.0
+    centre = mean(values)
+    return float(math.sqrt(sum((v - centre) ** 2 for v in values) / len(values)))
+
+
 def regret(returns_with_hint: Sequence[float], returns_without_hint: Sequence[float]) -> float:
     """max(0, mean(R | h) - mean(R))."""
     return max(0.0, mean(returns_with_hint) - mean(returns_without_hint))
