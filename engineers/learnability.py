@@ -5,8 +5,12 @@ Rule (per bucket b of the testbed's bucket space; ``testbeds.buckets``):
 1. **Estimate** the success rate p̂_b from the history: an exponential moving average of the
    eval's per-bucket success rates over the rounds so far,
    p̂_b ← (1 − α)·p̂_b + α·v_b(round), starting at the first observation (α = ``smoothing``,
-   default 0.5; α = 1 uses only the last eval). A bucket never observed gets p̂_b = ½, the
-   most learnable value, so unknown buckets are tried.
+   default 0.5; α = 1 uses only the last eval). A bucket the eval does not cover (e.g. a CPU
+   eval on small maps only) is observed through its training success rate that round
+   (``bucket/<b>/success`` over ``bucket/<b>/count`` ≥ ``min_train_count`` samples), so budget
+   spent on it is measured; before the fix the ½ prior stayed forever and such buckets kept
+   the largest p(1 − p). A bucket never observed either way gets p̂_b = ``prior`` (½, the most
+   learnable value), so unknown buckets are tried.
 2. **Score** L_b = p̂_b(1 − p̂_b) ∈ [0, ¼]: the variance of a Bernoulli reward, i.e. the
    expected spread of a GRPO group's rewards (tasks at p ≈ ½ give the largest advantages; at
    p ∈ {0, 1} every answer gets the same reward and the gradient vanishes).
@@ -31,7 +35,7 @@ from pydantic import Field
 from curriculum.core.config import PluginConfig
 from curriculum.core.records import Design
 from engineers.base import DesignContext, Engineer
-from testbeds.buckets import Bucket, bucket_scores, normalise, space_of
+from testbeds.buckets import Bucket, bucket_scores, bucket_train_stats, normalise, space_of
 
 
 class LearnabilityEngineerConfig(PluginConfig):
@@ -46,7 +50,22 @@ class LearnabilityEngineerConfig(PluginConfig):
     temperature: float = Field(1.0, gt=0.0)
     """T: learnability is raised to 1/T before normalising (T < 1 sharpens)."""
     prior: float = Field(0.5, ge=0.0, le=1.0)
-    """p̂ of a bucket with no eval data yet."""
+    """p̂ of a bucket with no eval or training data yet."""
+    min_train_count: int = Field(4, ge=1)
+    """Training samples a bucket the eval does not cover needs in a round for its training
+    success rate to count as that round's observation."""
+
+
+def round_observations(eval_scores: Mapping[str, float],
+                       train_stats: Mapping[str, Mapping[str, float]],
+                       min_train_count: int) -> dict[str, float]:
+    """One round's success rate per bucket: the eval's where it has the bucket, else the
+    training success rate when enough of the round's samples came from it."""
+    seen = dict(eval_scores)
+    for b, stats in train_stats.items():
+        if b not in seen and stats.get("count", 0.0) >= min_train_count and "success" in stats:
+            seen[b] = stats["success"]
+    return seen
 
 
 def estimate_success(history: Sequence[Mapping[str, float]], buckets: Sequence[str],
@@ -74,8 +93,9 @@ class LearnabilityEngineer(Engineer):
         space = space_of(ctx.testbed)
         current = space.read(ctx.proposal)
         cfg: LearnabilityEngineerConfig = self.config
-        p = estimate_success([bucket_scores(r.eval) for r in ctx.history], space.buckets,
-                             cfg.smoothing, cfg.prior)
+        observed = [round_observations(bucket_scores(r.eval), bucket_train_stats(r.train_metrics),
+                                       cfg.min_train_count) for r in ctx.history]
+        p = estimate_success(observed, space.buckets, cfg.smoothing, cfg.prior)
         shares = learnability_shares(p, cfg.exploration, cfg.temperature)
         nxt = {b: Bucket(share=shares[b], knobs=dict(current[b].knobs)) for b in space.buckets}
         top = max(shares, key=shares.__getitem__)

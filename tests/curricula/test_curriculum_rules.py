@@ -63,6 +63,25 @@ def test_learnability_estimate_is_a_moving_average_with_a_prior():
     assert est == {"a": pytest.approx(0.25), "b": pytest.approx(0.4), "c": 0.5}
 
 
+def test_learnability_measures_buckets_the_eval_does_not_cover_through_training():
+    """A CPU eval covers 3x3-5x5 only: the big sizes' training success (0 here) must replace the
+    1/2 prior, else they keep the largest p(1-p) and the budget goes where nothing is learned."""
+    small = {"3x3": 0.5, "4x4": 0.2, "5x5": 0.1}
+    big = [s for s in SIZES if s not in small]
+    train = {f"bucket/{s}/{k}": v for s in big for k, v in (("count", 8.0), ("success", 0.0))}
+    train |= {"bucket/3x3/count": 8.0, "bucket/3x3/success": 1.0}  # the eval's value wins for 3x3
+    design = LearnabilityEngineer(LearnabilityEngineerConfig(exploration=0.0)).design(
+        _ctx([_report(0, small, train)]))
+    shares = _shares(design)
+    assert shares["3x3"] == pytest.approx(0.25 / (0.25 + 0.16 + 0.09))
+    assert all(shares[s] == pytest.approx(0.0) for s in big)
+    # Too few training samples in a bucket: it is not observed and keeps the prior.
+    sparse = {k: (1.0 if k.endswith("/count") else v) for k, v in train.items()}
+    shares = _shares(LearnabilityEngineer(LearnabilityEngineerConfig(exploration=0.0)).design(
+        _ctx([_report(0, small, sparse)])))
+    assert shares["10x10"] > shares["4x4"]
+
+
 # -- rlve ----------------------------------------------------------------------------------------
 
 def test_rlve_window_slides_only_past_threshold_with_enough_samples():
