@@ -212,7 +212,7 @@ class RunDir:
             # Read the saved config with today's schema: a field added since the run was saved
             # takes its default on both sides, so it is no difference (new options default to
             # the old behaviour). A field that no longer exists still fails loudly below.
-            saved = validate_config(saved, source=str(self.path / "config.yaml")).model_dump(mode="json")
+            saved = self.saved_config().model_dump(mode="json")
         except ConfigError:
             pass
         diff = config_diff(saved, config.model_dump(mode="json"))
