@@ -35,7 +35,7 @@ import shutil
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -57,7 +57,10 @@ class WarmStartConfig(BaseModel):
     steps: int = Field(0, ge=0)
     """SFT optimizer steps before GRPO round 0; 0 disables the warm start (the paper's setting)."""
     learning_rate: float = Field(1e-4, gt=0.0, le=1.0)
-    """Constant SFT learning rate (AdamW)."""
+    """SFT learning rate (AdamW): constant, or the peak of ``lr_schedule``."""
+    lr_schedule: Literal["constant", "linear", "cosine"] = "constant"
+    """How the learning rate moves over the ``steps``: ``constant``, or decayed from
+    ``learning_rate`` to 0 (``linear`` / ``cosine``, no warm-up; transformers' schedulers)."""
     batch_size: int = Field(8, ge=1)
     """Examples per SFT step."""
     examples: int | None = Field(None, ge=1)
@@ -129,7 +132,8 @@ def warm_start(model: Any, tokenizer: Any, testbed: Testbed, tasks: Sequence[Tas
                learning_rate: float, batch_size: int, seed: int, bf16: bool = False,
                gradient_checkpointing: bool = False, progress: ProgressFn | None = None,
                examples: Sequence[Example] = (), group_by_length: bool = False,
-               micro_batch_size: int | None = None, max_length: int | None = None) -> dict[str, float]:
+               micro_batch_size: int | None = None, max_length: int | None = None,
+               lr_schedule: str = "constant") -> dict[str, float]:
     """Run ``steps`` SFT updates in place on the reference answers of ``tasks`` plus
     ``examples``, each cut at ``max_length`` tokens (None: never); returns the training metrics."""
     from datasets import Dataset
@@ -154,7 +158,7 @@ def warm_start(model: Any, tokenizer: Any, testbed: Testbed, tasks: Sequence[Tas
         args = SFTConfig(output_dir=scratch, max_steps=steps, learning_rate=learning_rate,
                          per_device_train_batch_size=micro,
                          gradient_accumulation_steps=batch_size // micro, max_length=max_length,
-                         lr_scheduler_type="constant",
+                         lr_scheduler_type=lr_schedule,
                          completion_only_loss=True, report_to="none", save_strategy="no",
                          logging_steps=max(1, steps // 5), seed=seed, data_seed=seed,
                          disable_tqdm=True, use_cpu=not _cuda(),
@@ -191,6 +195,7 @@ def cache_key(weights_digest: str, examples: list[dict[str, Any]], config: WarmS
         # Only when set: entries made under TRL's cut at 1,024 tokens keep their key (no MAPF
         # example reaches it, ~330 tokens at most; SPADE's design examples do).
         **({"max_length": config.max_length} if config.max_length is not None else {}),
+        **({"lr_schedule": config.lr_schedule} if config.lr_schedule != "constant" else {}),
         "versions": [torch.__version__, transformers.__version__, trl.__version__],
     }, sort_keys=True).encode()
     return hashlib.sha256(blob).hexdigest()[:20]
@@ -223,7 +228,8 @@ def cached_warm_start(model: Any, tokenizer: Any, testbed: Testbed, config: Warm
                           seed=config.seed, bf16=bf16, gradient_checkpointing=gradient_checkpointing,
                           progress=progress, examples=examples,
                           group_by_length=config.group_by_length,
-                          micro_batch_size=config.micro_batch_size, max_length=config.max_length)
+                          micro_batch_size=config.micro_batch_size, max_length=config.max_length,
+                          lr_schedule=config.lr_schedule)
 
     if not config.cache:
         return None, train()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from curriculum.config import load_config
 from curriculum.core.types import Completion
@@ -54,7 +55,8 @@ def test_cache_key_changes_with_every_input():
     variants = [cache_key("w2", examples, base, False), cache_key("w", other_examples, base, False),
                 cache_key("w", examples, base, True)]
     for change in ({"steps": 5}, {"learning_rate": 2e-4}, {"batch_size": 4}, {"seed": 1},
-                   {"group_by_length": True}, {"micro_batch_size": 4}, {"max_length": 2048}):
+                   {"group_by_length": True}, {"micro_batch_size": 4}, {"max_length": 2048},
+                   {"lr_schedule": "cosine"}, {"lr_schedule": "linear"}):
         variants.append(cache_key("w", examples, base.model_copy(update=change), False))
     assert key not in variants and len(set(variants)) == len(variants)
     # Whether the cache is used does not change what it would hold.
@@ -174,3 +176,31 @@ def test_a_long_example_keeps_its_completion(tiny_model_dir):
     metrics = warm_start(model, tokenizer, testbed, [], steps=1, learning_rate=5e-3, batch_size=1, seed=0,
                          examples=[example])
     assert metrics["warmstart/loss"] > 0.0
+
+
+def test_a_decayed_schedule_moves_the_weights_less_than_a_constant_one(tiny_model_dir):
+    """lr_schedule reaches TRL: with linear decay from the same peak the later steps are smaller
+    (the last of 3 steps runs at 1/3 of the peak), so the weights end nearer the start."""
+    import torch
+
+    from testbeds.heldout.testbed import SpadeTestbed, SpadeTestbedConfig
+
+    testbed = SpadeTestbed(SpadeTestbedConfig())
+    start, _ = load_model(ModelConfig(name_or_path=str(tiny_model_dir)))
+    name = "model.layers.0.mlp.up_proj.weight"
+    moved = {}
+    for schedule in ("constant", "linear"):
+        model, tokenizer = load_model(ModelConfig(name_or_path=str(tiny_model_dir)))
+        warm_start(model, tokenizer, testbed, [], steps=3, learning_rate=5e-3, batch_size=4, seed=0,
+                   examples=_sum_examples(12), lr_schedule=schedule)
+        moved[schedule] = float(torch.linalg.norm(model.state_dict()[name] - start.state_dict()[name]))
+    assert 0.0 < moved["linear"] < 0.95 * moved["constant"]
+
+
+def test_unknown_lr_schedule_is_a_config_error():
+    from pydantic import ValidationError
+
+    from trainers.warmstart import WarmStartConfig
+
+    with pytest.raises(ValidationError, match="lr_schedule"):
+        WarmStartConfig(lr_schedule="exponential")
