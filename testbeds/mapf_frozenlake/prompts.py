@@ -6,9 +6,16 @@ conflict rules, and ask for ``parse.py``'s canonical answer format ``Agent i: (r
 
 * ``paper`` (default, used by the paper configs): full sentences (~280 tokens on an 8x8 map).
 * ``compact``: the same facts in terse notation (~40% of the tokens on small maps), for CPU
-  budgets where every prompt token costs forward+backward time. Written here, not in the paper;
-  ``tests/mapf_frozenlake/test_mapf_prompts.py`` checks both styles render the same instance
-  information (grid, starts, goals, rules, format).
+  budgets where every prompt token costs forward+backward time.
+* ``holes``: ``compact``, but the map is the list of its hole cells as ``(row,col)`` instead of a
+  drawing: the cells to avoid are written in the notation of the answer itself, so a plan that
+  steps into a hole repeats a pair it was shown, rather than needing a row/column lookup in the
+  drawing. (A drawing costs 2 tokens per cell, the list 5-6 per hole: fewer tokens at the 20% hole
+  ratio of the CPU demo.)
+
+``compact`` and ``holes`` are written here, not in the paper; ``tests/mapf_frozenlake/
+test_mapf_prompts.py`` checks every style renders the same instance information (size, holes,
+starts, goals, rules, format).
 """
 
 from __future__ import annotations
@@ -17,7 +24,7 @@ from typing import Literal
 
 from testbeds.mapf_frozenlake.instance import Instance
 
-PromptStyle = Literal["paper", "compact"]
+PromptStyle = Literal["paper", "compact", "holes"]
 
 SYSTEM = ("You solve multi-agent path finding puzzles on frozen lakes. "
           "Think briefly, then give the final plan.")
@@ -58,12 +65,27 @@ def _compact_user(inst: Instance) -> str:
             f"{agents}\n{COMPACT_RULES}\n{COMPACT_FORMAT}\nAgent 1: (r,c) (r,c) ...")
 
 
+def render_holes(inst: Instance) -> str:
+    """The hole cells in row-major order, ``(r,c)`` each, or ``none``."""
+    return " ".join(f"({r},{c})" for r, c in sorted(inst.holes)) or "none"
+
+
+def _holes_user(inst: Instance) -> str:
+    agents = "\n".join(f"Agent {i + 1}: ({s[0]},{s[1]}) to ({g[0]},{g[1]})"
+                       for i, (s, g) in enumerate(zip(inst.starts, inst.goals)))
+    return (f"Grid {inst.h}x{inst.w}, (row,col), (0,0) top-left.\nHoles: {render_holes(inst)}\n"
+            f"{agents}\n{COMPACT_RULES}\n{COMPACT_FORMAT}\nAgent 1: (r,c) (r,c) ...")
+
+
+_USER = {"paper": _paper_user, "compact": _compact_user, "holes": _holes_user}
+
+
 def render_user(inst: Instance, style: PromptStyle = "paper") -> str:
     """The user message for ``inst`` in ``style``."""
-    return _compact_user(inst) if style == "compact" else _paper_user(inst)
+    return _USER[style](inst)
 
 
 def render_prompt(inst: Instance, style: PromptStyle = "paper") -> list[dict[str, str]]:
     """Chat messages for ``inst``."""
-    system = COMPACT_SYSTEM if style == "compact" else SYSTEM
+    system = SYSTEM if style == "paper" else COMPACT_SYSTEM
     return [{"role": "system", "content": system}, {"role": "user", "content": render_user(inst, style)}]

@@ -50,7 +50,8 @@ class MAPFTestbedConfig(BaseModel):
     model's valid rate can move within minutes."""
     prompt_style: PromptStyle = "paper"
     """``paper``: the full-sentence prompt; ``compact``: the same instance information and rules
-    in terse notation (~25-40% fewer prompt tokens; ``prompts.py``). Paper configs keep ``paper``."""
+    in terse notation (~25-40% fewer prompt tokens); ``holes``: ``compact`` with the map given as
+    the list of hole cells instead of a drawing (``prompts.py``). Paper configs keep ``paper``."""
     warmstart_sizes: list[str] = Field(default_factory=lambda: ["3x3", "4x4", "5x5"])
     """Map sizes of the supervised warm start's examples (equal shares, 20% holes, the natural
     wait mix); used only when the trainer's warm start is on."""

@@ -1,4 +1,4 @@
-"""Both prompt styles carry the same instance information; compact is shorter."""
+"""Every prompt style carries the same instance information; the short ones are shorter."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from testbeds.mapf_frozenlake.config import uniform_config
 from testbeds.mapf_frozenlake.generator import generate
-from testbeds.mapf_frozenlake.prompts import render_grid, render_prompt
+from testbeds.mapf_frozenlake.prompts import render_prompt
 from testbeds.mapf_frozenlake.testbed import MAPFTestbed, MAPFTestbedConfig
 
 _CELL = re.compile(r"\((\d+),(\d+)\)")
@@ -20,31 +20,47 @@ def _instances(agents: int = 3):
 
 
 def _facts(text: str, inst) -> dict:
-    """What a reader can recover from a prompt: grid rows, size, each agent's start and goal."""
+    """What a reader can recover from a prompt: size, hole cells (from the drawing or the list),
+    each agent's start and goal."""
     lines = text.splitlines()
-    grid = [ln for ln in lines if re.fullmatch(r"[FH]( [FH])*", ln)]
+    size = tuple(map(int, re.search(r"Grid (\d+)x(\d+)", text).groups()))
+    grid = [ln.split() for ln in lines if re.fullmatch(r"[FH]( [FH])*", ln)]
+    holes = {(r, c) for r, row in enumerate(grid) for c, cell in enumerate(row) if cell == "H"}
+    listed = [ln for ln in lines if ln.startswith("Holes:")]
+    if listed:
+        assert not grid  # one map representation per prompt
+        holes = {tuple(map(int, c)) for c in _CELL.findall(listed[0])}
+    else:
+        assert [len(row) for row in grid] == [size[1]] * size[0]
     agent_lines = [ln for ln in lines if re.match(r"Agent \d+ ", ln) or re.match(r"Agent \d+: \(\d", ln)]
     # Exactly two cells per agent line: the format example ("Agent 1: (0,0) (0,1) (1,1)") is not an agent.
     pairs = [tuple(tuple(map(int, c)) for c in _CELL.findall(ln)) for ln in agent_lines]
     pairs = [p for p in pairs if len(p) == 2]
-    return {"grid": grid, "size": re.search(r"Grid (\d+)x(\d+)", text).groups(), "agents": pairs}
+    return {"size": size, "holes": holes, "agents": pairs}
 
 
+@pytest.mark.parametrize("style", ["compact", "holes"])
 @pytest.mark.parametrize("inst", _instances(), ids=lambda i: i.size)
-def test_compact_and_paper_prompts_carry_the_same_instance(inst):
+def test_every_style_carries_the_same_instance_as_the_paper_prompt(inst, style):
     paper = "\n".join(m["content"] for m in render_prompt(inst, "paper"))
-    compact = "\n".join(m["content"] for m in render_prompt(inst, "compact"))
-    facts = _facts(compact, inst)
+    short = "\n".join(m["content"] for m in render_prompt(inst, style))
+    facts = _facts(short, inst)
     assert facts == _facts(paper, inst)
-    assert facts["grid"] == render_grid(inst).splitlines()
-    assert facts["size"] == (str(inst.h), str(inst.w))
+    assert facts["size"] == (inst.h, inst.w)
+    assert facts["holes"] == set(inst.holes)
     assert facts["agents"] == [(tuple(s), tuple(g)) for s, g in zip(inst.starts, inst.goals)]
-    assert len(compact) < len(paper)
+    assert len(short) < len(paper)
+
+
+def test_a_map_without_holes_says_so():
+    inst = _instances()[0]
+    inst.holes = frozenset()
+    assert "Holes: none" in render_prompt(inst, "holes")[1]["content"]
 
 
 def test_both_styles_state_every_rule_and_the_answer_format():
     inst = _instances(2)[0]
-    for style in ("paper", "compact"):
+    for style in ("paper", "compact", "holes"):
         text = " ".join(m["content"] for m in render_prompt(inst, style)).lower()
         for rule in ("up", "down", "left", "right", "wait", "hole", "grid", "swap", "goal", "agent 1: ("):
             assert rule in text, (style, rule)
