@@ -172,15 +172,14 @@ def main() -> None:
     if args.warmstart_steps:
         ws = config.trainer.warmstart
         tasks = testbed.warmstart_tasks(ws.batch_size * (args.warmstart_steps + 1), ws.seed)
-        # The config's batching (micro-batches, length grouping) and schedule, as the run uses them.
-        batching = dict(learning_rate=ws.learning_rate, batch_size=ws.batch_size, seed=ws.seed,
-                        bf16=config.trainer.bf16, micro_batch_size=ws.micro_batch_size,
-                        group_by_length=ws.group_by_length, max_length=ws.max_length,
-                        lr_schedule=ws.lr_schedule)
-        warm_start(trainer.model, trainer.tokenizer, testbed, tasks, steps=1, **batching)  # warm-up
+        # The config's batching (passes, length grouping), schedule and cut, as the run uses them.
+        warm_start(trainer.model, trainer.tokenizer, testbed, tasks, ws.model_copy(update={"steps": 1}),
+                   bf16=config.trainer.bf16)  # warm-up
         timers.seconds.clear(), timers.count.clear()
-        warm_start(trainer.model, trainer.tokenizer, testbed, tasks, steps=args.warmstart_steps, **batching)
-        report(f"warm-start SFT step (batch {ws.batch_size} in passes of {ws.micro_batch_size or ws.batch_size})",
+        warm_start(trainer.model, trainer.tokenizer, testbed, tasks,
+                   ws.model_copy(update={"steps": args.warmstart_steps}), bf16=config.trainer.bf16)
+        passes = ws.micro_batch_size or ws.batch_size
+        report(f"warm-start SFT step (batch {ws.batch_size} in passes of {passes})",
                timers, args.warmstart_steps, params, rate)
 
     cfg = config.trainer

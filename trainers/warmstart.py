@@ -128,14 +128,12 @@ def length_grouped(examples: Sequence[Example], tokenizer: Any, batch_size: int,
     return [examples[i] for b in rng.permutation(len(blocks)) for i in blocks[b]]
 
 
-def warm_start(model: Any, tokenizer: Any, testbed: Testbed, tasks: Sequence[Task], *, steps: int,
-               learning_rate: float, batch_size: int, seed: int, bf16: bool = False,
-               gradient_checkpointing: bool = False, progress: ProgressFn | None = None,
-               examples: Sequence[Example] = (), group_by_length: bool = False,
-               micro_batch_size: int | None = None, max_length: int | None = None,
-               lr_schedule: str = "constant") -> dict[str, float]:
-    """Run ``steps`` SFT updates in place on the reference answers of ``tasks`` plus
-    ``examples``, each cut at ``max_length`` tokens (None: never); returns the training metrics."""
+def warm_start(model: Any, tokenizer: Any, testbed: Testbed, tasks: Sequence[Task],
+               settings: WarmStartConfig, *, bf16: bool = False, gradient_checkpointing: bool = False,
+               progress: ProgressFn | None = None, examples: Sequence[Example] = ()) -> dict[str, float]:
+    """Run ``settings.steps`` SFT updates in place on the reference answers of ``tasks`` plus
+    ``examples`` (batching, schedule and cut from ``settings``; ``settings.examples`` and
+    ``settings.cache`` are ``cached_warm_start``'s); returns the training metrics."""
     from datasets import Dataset
     from transformers import PrinterCallback, TrainerCallback
     from trl import SFTConfig, SFTTrainer
@@ -151,14 +149,15 @@ def warm_start(model: Any, tokenizer: Any, testbed: Testbed, tasks: Sequence[Tas
             if progress is not None:
                 progress(1)
 
-    micro = micro_batch_size or batch_size
-    if group_by_length:  # blocks of one micro-batch: that is what gets padded together
+    steps, batch_size, seed = settings.steps, settings.batch_size, settings.seed
+    micro = settings.micro_batch_size or batch_size
+    if settings.group_by_length:  # blocks of one micro-batch: that is what gets padded together
         examples = length_grouped(examples, tokenizer, micro, seed)
     with tempfile.TemporaryDirectory(prefix="curriculum-sft-") as scratch:
-        args = SFTConfig(output_dir=scratch, max_steps=steps, learning_rate=learning_rate,
+        args = SFTConfig(output_dir=scratch, max_steps=steps, learning_rate=settings.learning_rate,
                          per_device_train_batch_size=micro,
-                         gradient_accumulation_steps=batch_size // micro, max_length=max_length,
-                         lr_scheduler_type=lr_schedule,
+                         gradient_accumulation_steps=batch_size // micro, max_length=settings.max_length,
+                         lr_scheduler_type=settings.lr_schedule,
                          completion_only_loss=True, report_to="none", save_strategy="no",
                          logging_steps=max(1, steps // 5), seed=seed, data_seed=seed,
                          disable_tqdm=True, use_cpu=not _cuda(),
@@ -166,7 +165,7 @@ def warm_start(model: Any, tokenizer: Any, testbed: Testbed, tasks: Sequence[Tas
                          # and gradient checkpointing to True (+1/3 compute, recomputed forwards).
                          bf16=bf16, fp16=False, gradient_checkpointing=gradient_checkpointing,
                          # Grouped examples are already in their (seeded) order.
-                         train_sampling_strategy="sequential" if group_by_length else "random")
+                         train_sampling_strategy="sequential" if settings.group_by_length else "random")
         trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(examples),
                              processing_class=tokenizer, callbacks=[_Progress()])
         trainer.remove_callback(PrinterCallback)
@@ -223,13 +222,9 @@ def cached_warm_start(model: Any, tokenizer: Any, testbed: Testbed, config: Warm
     examples = sft_examples(testbed, tasks) + list(examples)
 
     def train() -> dict[str, float]:
-        return warm_start(model, tokenizer, testbed, (), steps=config.steps,
-                          learning_rate=config.learning_rate, batch_size=config.batch_size,
-                          seed=config.seed, bf16=bf16, gradient_checkpointing=gradient_checkpointing,
-                          progress=progress, examples=examples,
-                          group_by_length=config.group_by_length,
-                          micro_batch_size=config.micro_batch_size, max_length=config.max_length,
-                          lr_schedule=config.lr_schedule)
+        return warm_start(model, tokenizer, testbed, (), config, bf16=bf16,
+                          gradient_checkpointing=gradient_checkpointing, progress=progress,
+                          examples=examples)
 
     if not config.cache:
         return None, train()

@@ -9,7 +9,7 @@ from curriculum.config import load_config
 from curriculum.core.types import Completion
 from curriculum.loop import build_testbed
 from trainers.models import ModelConfig, load_model
-from trainers.warmstart import sft_examples, warm_start
+from trainers.warmstart import WarmStartConfig, sft_examples, warm_start
 
 
 def test_reference_answers_pass_the_validator():
@@ -28,8 +28,9 @@ def test_warm_start_lowers_the_loss(tiny_model_dir):
     testbed = build_testbed(load_config(None))
     tasks = testbed.sample(testbed.initial_proposal(np.random.default_rng(0)), 8, seed=2)
     model, tokenizer = load_model(ModelConfig(name_or_path=str(tiny_model_dir)))
-    first = warm_start(model, tokenizer, testbed, tasks, steps=1, learning_rate=5e-3, batch_size=4, seed=0)
-    later = warm_start(model, tokenizer, testbed, tasks, steps=5, learning_rate=5e-3, batch_size=4, seed=0)
+    settings = WarmStartConfig(steps=1, learning_rate=5e-3, batch_size=4)
+    first = warm_start(model, tokenizer, testbed, tasks, settings)
+    later = warm_start(model, tokenizer, testbed, tasks, settings.model_copy(update={"steps": 5}))
     assert later["warmstart/loss"] < first["warmstart/loss"]
     assert first["warmstart/examples"] == 8
 
@@ -97,11 +98,11 @@ def test_supplied_examples_train_a_testbed_without_reference_answers(tiny_model_
     model, tokenizer = load_model(ModelConfig(name_or_path=str(tiny_model_dir)))
     examples = [{"prompt": [{"role": "user", "content": f"What is {i} + {i}?"}],
                  "completion": [{"role": "assistant", "content": f"\\boxed{{{2 * i}}}"}]} for i in range(4)]
-    metrics = warm_start(model, tokenizer, testbed, [], steps=1, learning_rate=5e-3, batch_size=2, seed=0,
-                         examples=examples)
+    settings = WarmStartConfig(steps=1, learning_rate=5e-3, batch_size=2)
+    metrics = warm_start(model, tokenizer, testbed, [], settings, examples=examples)
     assert metrics["warmstart/examples"] == 4
     with pytest.raises(ValueError, match="no reference answers and nothing else supplied"):
-        warm_start(model, tokenizer, testbed, [], steps=1, learning_rate=5e-3, batch_size=2, seed=0)
+        warm_start(model, tokenizer, testbed, [], settings)
 
 
 def test_length_grouped_batches_keep_the_examples_and_cut_padding(tiny_model_dir):
@@ -151,8 +152,8 @@ def test_micro_batches_make_the_same_update_as_one_pass(tiny_model_dir):
     for micro in (None, 1):
         model, tokenizer = load_model(ModelConfig(name_or_path=str(tiny_model_dir)))
         ticks: list[int] = []
-        warm_start(model, tokenizer, testbed, [], steps=2, learning_rate=5e-3, batch_size=4, seed=0,
-                   examples=_sum_examples(8), micro_batch_size=micro, progress=ticks.append)
+        settings = WarmStartConfig(steps=2, learning_rate=5e-3, batch_size=4, micro_batch_size=micro)
+        warm_start(model, tokenizer, testbed, [], settings, examples=_sum_examples(8), progress=ticks.append)
         assert sum(ticks) == 2  # optimizer steps, not passes
         weights.append({k: v.detach().clone() for k, v in model.state_dict().items()})
     start, _ = load_model(ModelConfig(name_or_path=str(tiny_model_dir)))
@@ -173,8 +174,8 @@ def test_a_long_example_keeps_its_completion(tiny_model_dir):
     example = {"prompt": [{"role": "user", "content": prompt}],
                "completion": [{"role": "assistant", "content": "<hint>count the words</hint>"}]}
     assert len(tokenizer(prompt)["input_ids"]) > 1100
-    metrics = warm_start(model, tokenizer, testbed, [], steps=1, learning_rate=5e-3, batch_size=1, seed=0,
-                         examples=[example])
+    settings = WarmStartConfig(steps=1, learning_rate=5e-3, batch_size=1)
+    metrics = warm_start(model, tokenizer, testbed, [], settings, examples=[example])
     assert metrics["warmstart/loss"] > 0.0
 
 
@@ -191,8 +192,8 @@ def test_a_decayed_schedule_moves_the_weights_less_than_a_constant_one(tiny_mode
     moved = {}
     for schedule in ("constant", "linear"):
         model, tokenizer = load_model(ModelConfig(name_or_path=str(tiny_model_dir)))
-        warm_start(model, tokenizer, testbed, [], steps=3, learning_rate=5e-3, batch_size=4, seed=0,
-                   examples=_sum_examples(12), lr_schedule=schedule)
+        settings = WarmStartConfig(steps=3, learning_rate=5e-3, batch_size=4, lr_schedule=schedule)
+        warm_start(model, tokenizer, testbed, [], settings, examples=_sum_examples(12))
         moved[schedule] = float(torch.linalg.norm(model.state_dict()[name] - start.state_dict()[name]))
     assert 0.0 < moved["linear"] < 0.95 * moved["constant"]
 
