@@ -47,21 +47,33 @@ def _num(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
 
 
+def played(entry: MemoryEntry) -> bool:
+    """Whether the agent played the environment (its outcome was recorded)."""
+    return entry.win_rate_without is not None or entry.win_rate_with_hint is not None
+
+
+def _seed(entry: MemoryEntry) -> str:
+    """Closest seed-library environment and source similarity (admitted designs), e.g. ``take_away 0.97``."""
+    name, sim = entry.extra.get("closest_seed"), entry.extra.get("seed_similarity")
+    return "-" if name is None or sim is None else f"{name} {sim:.2f}"
+
+
 def envs_table(entries: list[MemoryEntry]):
     """A rich table: one row per design."""
     from rich.table import Table
 
-    table = Table(title=f"SPADE environments ({sum(e.admitted for e in entries)} admitted / {len(entries)})")
-    for column in ("hash", "round", "skill", "verdict", "regret", "win w/ hint", "win w/o",
-                   "parent", "active", "doc"):
+    table = Table(title=f"SPADE environments ({sum(e.admitted for e in entries)} admitted, "
+                        f"{sum(played(e) for e in entries)} played / {len(entries)})")
+    for column in ("hash", "round", "skill", "verdict", "played", "regret", "win w/ hint", "win w/o",
+                   "closest seed", "parent", "active", "doc"):
         table.add_column(column)
     for e in entries:
         verdict = "admitted" if e.admitted else f"rejected: {e.reason}"
         if e.near_duplicate_of:
             verdict += f" (near dup of {e.near_duplicate_of[:8]})"
-        table.add_row(e.hash, str(e.round), e.skill, verdict, _num(e.regret), _num(e.win_rate_with_hint),
-                      _num(e.win_rate_without), (e.parent or "-")[:8], "yes" if e.active else "no",
-                      e.corpus_doc_id or "-")
+        table.add_row(e.hash, str(e.round), e.skill, verdict, "yes" if played(e) else "no", _num(e.regret),
+                      _num(e.win_rate_with_hint), _num(e.win_rate_without), _seed(e), (e.parent or "-")[:8],
+                      "yes" if e.active else "no", e.corpus_doc_id or "-")
     return table
 
 

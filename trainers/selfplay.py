@@ -156,6 +156,9 @@ class SelfPlayConfig(GRPOConfig):
     agent_warmstart: bool = False
     """Warm-start the agent role on the seed library's solutions (``trainers/spade/warmstart.py``)
     when ``warmstart.steps > 0``; the designer role's examples come from ``engineer.designer_warmstart``."""
+    agent_warmstart_examples: int | None = Field(None, ge=1)
+    """Agent examples (moves) in that warm start (``None``: as many as every other source,
+    ``warmstart.examples`` or steps x batch size)."""
     train_on_hinted: bool = False
     """Also train the agent on its hinted episodes (default: they only measure regret)."""
     agent_advantage: Literal["role_std", "centred"] = "role_std"
@@ -258,7 +261,8 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
             return []
         from trainers.spade.warmstart import agent_examples
 
-        return agent_examples(self.run_config.testbed.setting, self.config.play, self.sandbox(), n, seed)
+        return agent_examples(self.run_config.testbed.setting, self.config.play, self.sandbox(),
+                              self.config.agent_warmstart_examples or n, seed)
 
     def close(self) -> None:
         if self._sandbox is not None:
@@ -616,6 +620,8 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
         out["spade/win_rate"] = R.mean([s["win_rate"] for s in stats.values()])
         out["spade/win_rate_hint"] = R.mean([s["win_rate_hint"] for s in stats.values()])
         out["spade/regret_played"] = R.mean([s["regret"] for s in stats.values()])
+        out["spade/regret_played_max"] = max((s["regret"] for s in stats.values()), default=0.0)
+        out["spade/regret_positive_envs"] = float(sum(s["regret"] > 0 for s in stats.values()))
         out["spade/agent_return"] = R.mean([e.ret for e in episodes if not e.hinted])
         out["train/mean_reward"] = out["spade/agent_return"]  # the controller's round table shows this key
         out["spade/agent_return_hint"] = R.mean([e.ret for e in episodes if e.hinted])

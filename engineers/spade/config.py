@@ -185,8 +185,14 @@ class DiversityConfig(_Strict):
     """Cosine similarity at or above which two environments are near duplicates."""
     memory_window: int = Field(50, ge=0)
     """Most recent active memory entries compared against for near duplicates."""
+    seed_copy_threshold: float = Field(0.9, gt=0.0, le=1.0)
+    """Source similarity to the closest seed-library environment (``diversity.closest_seed``:
+    difflib ratio of the task-specific source, 1.0 = identical) at or above which an admitted
+    design is flagged as a copy of that seed. Every admitted design's closest seed and similarity
+    are recorded, flagged or not."""
     reject_near_duplicates: bool = False
-    """Reject flagged near duplicates (reason ``near_duplicate``) instead of only flagging."""
+    """Reject flagged near duplicates and seed copies (reason ``near_duplicate``) instead of only
+    flagging them."""
 
 
 class SpadeEngineerConfig(PluginConfig):
@@ -210,6 +216,9 @@ class SpadeEngineerConfig(PluginConfig):
     designer_warmstart: bool = False
     """Supply the designer role's supervised warm start: design prompts answered with the seed
     library (``engineers/spade/warmstart.py``); trained when ``trainer.warmstart.steps > 0``."""
+    designer_warmstart_examples: int | None = Field(None, ge=1)
+    """Designer examples in that warm start (``None``: as many as every other source,
+    ``trainer.warmstart.examples`` or steps x batch size)."""
     designs_per_round: int = Field(4, ge=1)
     """Design calls per round."""
     designer: Literal["policy", "base"] = "policy"

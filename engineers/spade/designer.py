@@ -41,8 +41,8 @@ from curriculum.core.types import Policy, Task
 from engineers.spade.admission import AdmissionResult, admit
 from engineers.spade.config import MemoryConfig, RejectReason, SpadeEngineerConfig
 from engineers.spade.corpus import Corpus
-from engineers.spade.diversity import (Embedder, environment_text, get_embedder, near_duplicates,
-                                       vendi_per_n, vendi_score)
+from engineers.spade.diversity import (Embedder, closest_seed, environment_text, get_embedder,
+                                       near_duplicates, vendi_per_n, vendi_score)
 from engineers.spade.memory import Memory, MemoryEntry
 from engineers.spade.parse import DesignParseError, parse_design, parse_structured
 from engineers.spade.prompts import PromptEnv, design_messages
@@ -85,6 +85,8 @@ class DesignCandidate:
     """Set by ``Designer.admit_all``."""
     near_duplicate_of: str | None = None
     """Hash of an environment this one nearly duplicates."""
+    closest_seed: tuple[str, float] | None = None
+    """Admitted designs: (name, source similarity) of the most similar seed-library environment."""
     rank: int = 0
     """Process that generated and admitted it (multi-process runs shard design calls)."""
 
@@ -126,6 +128,11 @@ class RoundSummary(BaseModel):
     """Embedder used for the diversity numbers."""
     near_duplicates: dict[str, str] = Field(default_factory=dict)
     """Flagged repeats: hash → hash of the environment it repeats."""
+    seed_similarity: dict[str, tuple[str, float]] = Field(default_factory=dict)
+    """Designs that passed admission: hash → (closest seed-library environment, source similarity)."""
+    seed_copies: dict[str, str] = Field(default_factory=dict)
+    """Designs that passed admission with a similarity at or above ``diversity.seed_copy_threshold``:
+    hash → seed name (rejected as ``near_duplicate`` when ``reject_near_duplicates`` is on)."""
     corpus_docs: list[str | None] = Field(default_factory=list)
     """Document read by each design call."""
     parents: list[str | None] = Field(default_factory=list)
@@ -290,12 +297,22 @@ class Designer:
             for cand, dup in zip(admitted, flags):
                 if dup is not None:
                     cand.near_duplicate_of = admitted[dup[1]].hash if dup[0] == "new" else recent[dup[1]].hash
+            for cand in admitted:
+                cand.closest_seed = closest_seed(cand.program or "", cand.setting)
+            threshold = self.config.diversity.seed_copy_threshold
+            copies = {c.hash: c.closest_seed[0] for c in admitted if _seed_copy(c, threshold)}
             if self.config.diversity.reject_near_duplicates:
                 for cand in admitted:
-                    if cand.near_duplicate_of and cand.admission is not None:
+                    if cand.near_duplicate_of:
+                        detail = f"near duplicate of {cand.near_duplicate_of}"
+                    elif cand.hash in copies:
+                        detail = (f"copy of seed-library environment {copies[cand.hash]} "
+                                  f"(source similarity {cand.closest_seed[1]:.2f})")
+                    else:
+                        continue
+                    if cand.admission is not None:
                         cand.admission = cand.admission.model_copy(update={
-                            "admitted": False, "reason": RejectReason.near_duplicate,
-                            "detail": f"near duplicate of {cand.near_duplicate_of}",
+                            "admitted": False, "reason": RejectReason.near_duplicate, "detail": detail,
                             "penalty": self.config.admission.penalties[RejectReason.near_duplicate]})
         for cand in candidates:
             self.remember(cand)
@@ -313,10 +330,14 @@ class Designer:
             vendi_per_n=per_n, vendi=vendi, vendi_per_n_run=run_per_n, run_pool=run_pool,
             embedding=embedder_name,
             near_duplicates={c.hash: c.near_duplicate_of for c in candidates if c.near_duplicate_of},
+            seed_similarity={c.hash: c.closest_seed for c in candidates if c.closest_seed},
+            seed_copies={c.hash: c.closest_seed[0] for c in candidates
+                         if _seed_copy(c, self.config.diversity.seed_copy_threshold)},
             corpus_docs=[c.corpus_doc_id for c in candidates], parents=[c.parent for c in candidates],
             seconds={"generation": generation_seconds, "admission": admission_seconds, "diversity": t2 - t1})
-        log.info("spade round %d: %d/%d admitted, rejections %s, vendi/n %s", round,
-                 len(summary.admitted), len(candidates), summary.rejections, per_n)
+        log.info("spade round %d: %d/%d admitted (%d copies of seed-library environments), rejections %s, "
+                 "vendi/n %s", round, len(summary.admitted), len(candidates), len(summary.seed_copies),
+                 summary.rejections, per_n)
         return summary
 
     def _run_diversity(self) -> tuple[float | None, int]:
@@ -341,9 +362,15 @@ class Designer:
             detail=adm.detail if adm else None, parent=cand.parent, corpus_doc_id=cand.corpus_doc_id,
             near_duplicate_of=cand.near_duplicate_of,
             extra={"first_observation": _first_obs(cand), "call": cand.call, "rank": cand.rank,
+                   **({"closest_seed": cand.closest_seed[0], "seed_similarity": cand.closest_seed[1]}
+                      if cand.closest_seed else {}),
                    "num_tokens": cand.num_tokens, "output": cand.output[:20000],
                    "admission_seconds": adm.seconds if adm else None,
                    "checks_passed": adm.checks_passed if adm else []})
+
+
+def _seed_copy(cand: DesignCandidate, threshold: float) -> bool:
+    return cand.closest_seed is not None and cand.closest_seed[1] >= threshold
 
 
 def _first_obs(cand: DesignCandidate) -> str | None:

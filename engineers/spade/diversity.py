@@ -16,10 +16,17 @@
   Because TF-IDF is fitted per call, texts that are compared must be embedded in one call.
 * ``near_duplicates(new, old, threshold)``: for each new row, the first earlier new row or old row
   whose cosine similarity is ≥ ``threshold`` (a repeat), or None.
+* ``closest_seed(program, setting)``: the seed-library environment (``testbeds/synthetic/seeds``)
+  whose source is most like a design's, and how alike: ``difflib.SequenceMatcher.ratio`` (2·M / T,
+  M matched characters, T both lengths together; 1.0 = identical) over the task-specific source
+  with whitespace runs collapsed; for games that is the structured parts, i.e. the program without
+  the ``GameEnv`` skeleton's class, which every structured design shares. A model warm-started on
+  the library can re-emit a library game and pass admission; this makes that visible.
 """
 
 from __future__ import annotations
 
+import difflib
 import importlib.util
 import math
 import re
@@ -79,6 +86,33 @@ def near_duplicates(new: np.ndarray, old: np.ndarray,
                 found = ("old", j, float(across[i, j]))
         out.append(found)
     return out
+
+
+def task_source(program: str) -> str:
+    """The task-specific source of a program: the structured parts when it splits into them
+    (the skeleton's class dropped), else the whole program; whitespace runs collapsed."""
+    from testbeds.synthetic.skeleton import split_parts
+
+    try:
+        parts = split_parts(program)
+        text = "\n".join(parts.as_dict().values())
+    except (SyntaxError, ValueError):
+        text = program
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def closest_seed(program: str, setting: str) -> tuple[str, float] | None:
+    """(name, similarity) of the seed-library environment most like ``program`` (module
+    docstring); None when the setting has no library."""
+    from testbeds.synthetic.seeds import seed_library
+
+    mine = task_source(program)
+    best: tuple[str, float] | None = None
+    for seed in seed_library(setting):
+        ratio = difflib.SequenceMatcher(None, mine, task_source(seed.program), autojunk=False).ratio()
+        if best is None or ratio > best[1]:
+            best = (seed.name, ratio)
+    return best
 
 
 def environment_text(hint: str | None, first_observation: str | None, program: str | None) -> str:

@@ -10,7 +10,8 @@ to ``<run_dir>/spade_rounds.jsonl``, saves the pool to ``<run_dir>/spade_pool.js
 returns ``Design(raw={"environments": [...], "designs": [...]})`` — the active admitted
 environments of the memory (``PoolEnvironment``) and this round's ``DesignSample``s — with the
 summary under ``notes["spade"]`` and ``notes["diagnostics"]`` (admitted count, rejections per
-reason, Vendi score / n).
+reason, how many admitted designs copy a seed-library environment and each one's closest seed,
+Vendi score / n).
 
 State saved per round: the corpus seed and cursor and the design-call counter (the memory is its own
 SQLite file in the run directory). The sandbox pool is started on first use and closed by
@@ -27,7 +28,7 @@ from typing import Any
 
 from curriculum.core import distributed
 from curriculum.core.pool import save_pool
-from curriculum.core.records import Design
+from curriculum.core.records import Design, RoundReport
 from curriculum.core.types import Policy
 from engineers.base import DesignContext, Engineer
 from engineers.spade.config import MemoryConfig, SpadeEngineerConfig
@@ -102,7 +103,16 @@ class SpadeEngineer(Engineer):
         """Store what the agent's plays measured (regret, win rates; the last round's
         ``env_outcomes``) for remembered environments, so high-regret seeds and too-easy/too-hard
         negatives reach the next design prompt."""
-        for outcome in ctx.history[-1].env_outcomes if ctx.history else []:
+        self._store_outcomes(ctx.history[-1] if ctx.history else None)
+
+    def on_round_end(self, report: RoundReport) -> None:
+        """Store the round's outcomes at once: the last round makes no design call, and without
+        this its plays would never reach the memory (``curriculum show RUN --envs``)."""
+        if distributed.is_main():
+            self._store_outcomes(report)
+
+    def _store_outcomes(self, report: RoundReport | None) -> None:
+        for outcome in report.env_outcomes if report is not None else []:
             try:
                 self.memory.update_outcome(outcome.env_id, outcome.regret, outcome.win_rate_hint,
                                            outcome.win_rate)
@@ -168,6 +178,9 @@ class SpadeEngineer(Engineer):
                    "corpus": self._corpus.info.__dict__ if self._corpus else None,
                    "diagnostics": {"admitted": len(summary.admitted), "designs": summary.designs,
                                    "rejections": summary.rejections,
+                                   "seed_copies": len(summary.seed_copies),
+                                   "closest_seed": {h[:8]: f"{name} {sim:.2f}"
+                                                    for h, (name, sim) in summary.seed_similarity.items()},
                                    "vendi_per_n": summary.vendi_per_n,
                                    "vendi_per_n_run": summary.vendi_per_n_run}})
 
@@ -177,7 +190,7 @@ class SpadeEngineer(Engineer):
             return []
         from engineers.spade.warmstart import designer_examples
 
-        return designer_examples(self.config, n, seed)
+        return designer_examples(self.config, self.config.designer_warmstart_examples or n, seed)
 
     def state_dict(self) -> dict[str, Any]:
         return {"corpus_seed": self._corpus_seed,

@@ -176,3 +176,105 @@ def test_agent_warmstart_examples_replay_the_solution(setting, sandbox_pool):
     assert finals
     if setting == "tools":
         assert any(len(e["prompt"]) > 2 for e in examples)  # multi-turn: tool results came back
+
+
+def _engineer(tmp_path, outputs, **diversity):
+    config = SpadeEngineerConfig.model_validate({
+        "name": "spade", "design_mode": "structured", "designs_per_round": len(outputs), "corpus": "none",
+        "diversity": {"embedding": "tfidf", **diversity}, "sandbox": FAST_SANDBOX})
+    return SpadeEngineer(config, run_dir=str(tmp_path / "run")), ScriptedPolicy(outputs)
+
+
+def _design(engineer, policy, history=()):
+    return engineer.design(DesignContext(round=0, total_rounds=2, history=list(history), proposal=None,
+                                         testbed=None, rng=np.random.default_rng(0), policy=policy))
+
+
+NEW_GAME = """<reset>
+def make_task(rng):
+    a, b = rng.randint(3, 40), rng.randint(3, 40)
+    return {"a": a, "b": b}, f"Two trains leave {a + b} km apart and close at {a} and {b} km/h. After how many hours do they meet?"
+</reset>
+<check>
+def check(state, answer):
+    return answer.strip() == "1", "no: add the two speeds first"
+</check>
+<solution>
+def solve(state):
+    return "1"
+</solution>
+<hint>Closing speed is the sum of both speeds.</hint>"""
+
+
+def test_closest_seed_names_the_library_game_a_design_copies():
+    from engineers.spade.diversity import closest_seed
+
+    for seed in seed_library("games"):
+        assert closest_seed(seed.program, "games") == (seed.name, 1.0)
+    name, sim = closest_seed(parse_structured(NEW_GAME).program, "games")
+    assert sim < 0.6, (name, sim)  # the shared GameEnv skeleton class does not count
+
+
+def test_a_copied_seed_game_is_flagged_and_shown(tmp_path):
+    from curriculum.cli_spade import envs_table, list_envs
+
+    seed = next(s for s in seed_library("games") if s.name == "take_away")
+    engineer, policy = _engineer(tmp_path, [format_parts(seed.parts), NEW_GAME])
+    try:
+        design = _design(engineer, policy)
+    finally:
+        engineer.close()
+    diag, summary = design.notes["diagnostics"], design.notes["spade"]
+    assert diag["admitted"] == 2 and diag["seed_copies"] == 1
+    copied = next(h for h, (name, _) in summary["seed_similarity"].items() if name == "take_away")
+    assert summary["seed_copies"] == {copied: "take_away"}
+    assert summary["seed_similarity"][copied][1] == 1.0
+    assert diag["closest_seed"][copied[:8]] == "take_away 1.00"
+    entries = {e.hash: e for e in list_envs(tmp_path / "run")}
+    assert entries[copied].extra["closest_seed"] == "take_away"
+    assert all(e.admitted for e in entries.values())
+    from rich.console import Console
+    console = Console(width=250, record=True)
+    console.print(envs_table(list(entries.values())))
+    assert "take_away 1.00" in console.export_text()
+
+
+def test_copied_seed_game_is_rejected_when_near_duplicates_are(tmp_path):
+    seed = next(s for s in seed_library("games") if s.name == "take_away")
+    engineer, policy = _engineer(tmp_path, [format_parts(seed.parts), NEW_GAME], reject_near_duplicates=True)
+    try:
+        design = _design(engineer, policy)
+    finally:
+        engineer.close()
+    summary = design.notes["spade"]
+    assert summary["rejections"] == {"near_duplicate": 1} and len(summary["admitted"]) == 1
+    assert "copy of seed-library environment take_away (source similarity 1.00)" in summary["rejected"][0]["detail"]
+
+
+def test_the_last_rounds_plays_reach_the_memory(tmp_path):
+    from curriculum.cli_spade import list_envs, played
+    from curriculum.core.pool import EnvOutcome
+    from curriculum.core.records import RoundReport
+    from curriculum.core.types import EvalReport
+
+    engineer, policy = _engineer(tmp_path, [NEW_GAME])
+    try:
+        design = _design(engineer, policy)
+        env = design.notes["spade"]["admitted"][0]
+        assert not played(list_envs(tmp_path / "run")[0])
+        outcome = EnvOutcome(env_id=env, win_rate=0.0, win_rate_hint=0.5, mean_return=0.0, mean_return_hint=0.5,
+                             regret=0.5, raw_regret=0.5)
+        engineer.on_round_end(RoundReport(round=1, proposal={}, train_metrics={}, eval=EvalReport(score=0.0, metrics={}),
+                                          env_outcomes=[outcome]))
+    finally:
+        engineer.close()
+    entry = list_envs(tmp_path / "run")[0]
+    assert played(entry) and (entry.regret, entry.win_rate_with_hint, entry.win_rate_without) == (0.5, 0.5, 0.0)
+
+
+def test_warmstart_example_counts_per_role(sandbox_pool):
+    config = SpadeEngineerConfig(setting="games", design_mode="structured", corpus="none", designer_warmstart=True,
+                                 designer_warmstart_examples=5)
+    assert len(SpadeEngineer(config).warmstart_examples(2, seed=0)) == 5
+    assert len(SpadeEngineer(config.model_copy(update={"designer_warmstart_examples": None}))
+               .warmstart_examples(2, seed=0)) == 2

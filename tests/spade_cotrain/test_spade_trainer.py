@@ -90,6 +90,9 @@ def test_four_steps(run_config):
             assert metrics["spade/designer/reward_std_all"] == pytest.approx(np.std(uncentred))
             assert metrics["spade/designer/reward_min_all"] == -1.0
             assert metrics["spade/designer/reward_max_all"] == pytest.approx(max(uncentred))
+            regrets = [s.regret for s in stats.values()]
+            assert metrics["spade/regret_played_max"] == pytest.approx(max(regrets))
+            assert metrics["spade/regret_positive_envs"] == sum(r > 0 for r in regrets)
             # the update's rows: agent rows are this step's unhinted episodes that produced tokens
             rows = trainer.last_rows
             agent = [r for r in rows if r["role"] == "agent"]
@@ -305,3 +308,22 @@ def test_frozen_pool_retires_mastered_for_good(run_config):
         assert all(len(p) <= 3 for p in played)
     finally:
         trainer.close()
+
+
+def test_agent_warmstart_example_count(run_config):
+    from trainers.selfplay import SelfPlayTrainer
+
+    def examples(**trainer):
+        config = validate_config({**run_config.model_dump(mode="json"),
+                                  "testbed": {"name": "spade_pool", "setting": "games"},
+                                  "trainer": {**run_config.trainer.model_dump(mode="json"), "agent_warmstart": True,
+                                              "sandbox": {"workers": 1}, **trainer}})
+        trainer = SelfPlayTrainer(config, testbed=None)
+        try:
+            return trainer.warmstart_examples(6, seed=0)
+        finally:
+            trainer.close()
+
+    assert len(examples()) == 6
+    few = examples(agent_warmstart_examples=2)
+    assert len(few) == 2 and all(e["completion"][0]["content"].startswith("\\boxed{") for e in few)
