@@ -85,7 +85,8 @@ def main() -> None:
                   f"{detail.splitlines()[0][:100] if detail else ''}")
             if args.show:
                 print(cand.output, "\n" + "-" * 80)
-        sims = sorted(s for _, s in summary.seed_similarity.values())
+        sims = sorted(c.closest_seed[1] for c in candidates
+                      if c.closest_seed and c.admission is not None and c.admission.admitted)
         line = (f"model {path}  temperature {temperature}  {args.calls} calls in {seconds:.0f} s: "
                 f"{len(summary.admitted)} admitted ({len(summary.admitted) / args.calls:.0%}), "
                 f"{len(summary.seed_copies)} of them seed copies (similarities {[round(s, 2) for s in sims]}), "

@@ -130,9 +130,11 @@ class RoundSummary(BaseModel):
     """Flagged repeats: hash → hash of the environment it repeats."""
     seed_similarity: dict[str, tuple[str, float]] = Field(default_factory=dict)
     """Designs that passed admission: hash → (closest seed-library environment, source similarity)."""
-    seed_copies: dict[str, str] = Field(default_factory=dict)
-    """Designs that passed admission with a similarity at or above ``diversity.seed_copy_threshold``:
-    hash → seed name (rejected as ``near_duplicate`` when ``reject_near_duplicates`` is on)."""
+    seed_copies: list[tuple[str, str]] = Field(default_factory=list)
+    """Design calls that passed admission with a similarity at or above
+    ``diversity.seed_copy_threshold``: one (hash, seed name) each, in call order (two calls that
+    wrote the same copy count twice); rejected as ``near_duplicate`` when ``reject_near_duplicates``
+    is on."""
     corpus_docs: list[str | None] = Field(default_factory=list)
     """Document read by each design call."""
     parents: list[str | None] = Field(default_factory=list)
@@ -331,8 +333,8 @@ class Designer:
             embedding=embedder_name,
             near_duplicates={c.hash: c.near_duplicate_of for c in candidates if c.near_duplicate_of},
             seed_similarity={c.hash: c.closest_seed for c in candidates if c.closest_seed},
-            seed_copies={c.hash: c.closest_seed[0] for c in candidates
-                         if _seed_copy(c, self.config.diversity.seed_copy_threshold)},
+            seed_copies=[(c.hash, c.closest_seed[0]) for c in candidates
+                         if _seed_copy(c, self.config.diversity.seed_copy_threshold)],
             corpus_docs=[c.corpus_doc_id for c in candidates], parents=[c.parent for c in candidates],
             seconds={"generation": generation_seconds, "admission": admission_seconds, "diversity": t2 - t1})
         log.info("spade round %d: %d/%d admitted (%d copies of seed-library environments), rejections %s, "

@@ -227,7 +227,7 @@ def test_a_copied_seed_game_is_flagged_and_shown(tmp_path):
     diag, summary = design.notes["diagnostics"], design.notes["spade"]
     assert diag["admitted"] == 2 and diag["seed_copies"] == 1
     copied = next(h for h, (name, _) in summary["seed_similarity"].items() if name == "take_away")
-    assert summary["seed_copies"] == {copied: "take_away"}
+    assert summary["seed_copies"] == [[copied, "take_away"]]
     assert summary["seed_similarity"][copied][1] == 1.0
     assert diag["closest_seed"][copied[:8]] == "take_away 1.00"
     entries = {e.hash: e for e in list_envs(tmp_path / "run")}
