@@ -214,6 +214,10 @@ def plot_distribution(dist: dict[str, np.ndarray], sizes: Sequence[str], path: P
     image = None
     for ax, name in zip(axes[0], names):
         m = np.atleast_2d(np.asarray(dist[name], dtype=float))
+        if m.size == 0:  # a proposal without buckets (SPADE's environment pool)
+            ax.axis("off")
+            ax.text(0.5, 0.5, f"{name}: the proposal has no buckets", ha="center", va="center")
+            continue
         image = ax.imshow(m, aspect="auto", cmap="viridis", vmin=0.0, vmax=max(0.5, float(np.nanmax(m))))
         ax.set_title(name)
         ax.set_xticks(np.arange(len(sizes)), list(sizes), rotation=90)

@@ -240,3 +240,12 @@ def test_training_shares_read_any_bucket_space_from_the_proposal():
                       "4x4": {"data_ratio": 0.6, "hole_ratio": 0.2, "wait_ratio": 0.0}}}
     assert training_shares("mapf_frozenlake", mapf) == {"3x3": 0.4, "4x4": 0.6}
     assert training_shares("reasoning_gym", {"sizes": {}}) == {}
+
+
+def test_distribution_plot_of_a_proposal_without_buckets(tmp_path):
+    """SPADE's proposal (an environment pool) has no buckets: the plot says so instead of raising
+    ('zero-size array', which made every SPADE run print 'could not write plots')."""
+    from curriculum.report import plot_distribution
+
+    path = plot_distribution({"spade": np.zeros((2, 0))}, [], tmp_path / "training_distribution.png")
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
