@@ -179,8 +179,9 @@ class SpadeEngineer(Engineer):
                    "diagnostics": {"admitted": len(summary.admitted), "designs": summary.designs,
                                    "rejections": summary.rejections,
                                    "seed_copies": len(summary.seed_copies),
-                                   "closest_seed": {h[:8]: f"{name} {sim:.2f}"
-                                                    for h, (name, sim) in summary.seed_similarity.items()},
+                                   "closest_seed": [f"{h[:8]} {summary.seed_similarity[h][0]} "
+                                                    f"{summary.seed_similarity[h][1]:.2f}"
+                                                    for h in summary.admitted if h in summary.seed_similarity],
                                    "vendi_per_n": summary.vendi_per_n,
                                    "vendi_per_n_run": summary.vendi_per_n_run}})
 
