@@ -127,7 +127,8 @@ class RoundSummary(BaseModel):
     embedding: str | None
     """Embedder used for the diversity numbers."""
     near_duplicates: dict[str, str] = Field(default_factory=dict)
-    """Flagged repeats: hash → hash of the environment it repeats."""
+    """Flagged repeats: hash → hash of the environment it repeats (its own hash: the same program
+    is already in memory, or was written earlier this round)."""
     seed_similarity: dict[str, tuple[str, float]] = Field(default_factory=dict)
     """Designs that passed admission: hash → (closest seed-library environment, source similarity)."""
     seed_copies: list[tuple[str, str]] = Field(default_factory=list)
@@ -299,13 +300,19 @@ class Designer:
             for cand, dup in zip(admitted, flags):
                 if dup is not None:
                     cand.near_duplicate_of = admitted[dup[1]].hash if dup[0] == "new" else recent[dup[1]].hash
+            known = {e.hash for e in self.memory.entries() if e.admitted}
+            for cand in admitted:  # the same program again: the memory keeps its first record only
+                if cand.near_duplicate_of is None and cand.hash in known:
+                    cand.near_duplicate_of = cand.hash
             for cand in admitted:
                 cand.closest_seed = closest_seed(cand.program or "", cand.setting)
             threshold = self.config.diversity.seed_copy_threshold
             copies = {c.hash: c.closest_seed[0] for c in admitted if _seed_copy(c, threshold)}
             if self.config.diversity.reject_near_duplicates:
                 for cand in admitted:
-                    if cand.near_duplicate_of:
+                    if cand.near_duplicate_of == cand.hash:
+                        detail = f"repeats environment {cand.hash}, already in memory"
+                    elif cand.near_duplicate_of:
                         detail = f"near duplicate of {cand.near_duplicate_of}"
                     elif cand.hash in copies:
                         detail = (f"copy of seed-library environment {copies[cand.hash]} "

@@ -278,3 +278,15 @@ def test_warmstart_example_counts_per_role(sandbox_pool):
     assert len(SpadeEngineer(config).warmstart_examples(2, seed=0)) == 5
     assert len(SpadeEngineer(config.model_copy(update={"designer_warmstart_examples": None}))
                .warmstart_examples(2, seed=0)) == 2
+
+
+def test_the_same_program_in_a_later_round_is_flagged_as_a_repeat(tmp_path):
+    engineer, policy = _engineer(tmp_path, [NEW_GAME])
+    try:
+        first = _design(engineer, policy).notes["spade"]
+        again = _design(engineer, policy).notes["spade"]
+    finally:
+        engineer.close()
+    env = first["admitted"][0]
+    assert first["near_duplicates"] == {} and again["admitted"] == [env]
+    assert again["near_duplicates"] == {env: env}
