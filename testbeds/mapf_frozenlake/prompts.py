@@ -58,11 +58,16 @@ def _paper_user(inst: Instance) -> str:
             f"{agents}\n{RULES}\n{FORMAT}")
 
 
-def _compact_user(inst: Instance) -> str:
+def _compact_agents_and_rules(inst: Instance) -> str:
+    """The terse styles' common tail: each agent's start and goal, the rules, the answer format."""
     agents = "\n".join(f"Agent {i + 1}: ({s[0]},{s[1]}) to ({g[0]},{g[1]})"
                        for i, (s, g) in enumerate(zip(inst.starts, inst.goals)))
+    return f"{agents}\n{COMPACT_RULES}\n{COMPACT_FORMAT}\nAgent 1: (r,c) (r,c) ..."
+
+
+def _compact_user(inst: Instance) -> str:
     return (f"Grid {inst.h}x{inst.w}, H hole, (row,col), (0,0) top-left:\n{render_grid(inst)}\n"
-            f"{agents}\n{COMPACT_RULES}\n{COMPACT_FORMAT}\nAgent 1: (r,c) (r,c) ...")
+            f"{_compact_agents_and_rules(inst)}")
 
 
 def render_holes(inst: Instance) -> str:
@@ -71,10 +76,8 @@ def render_holes(inst: Instance) -> str:
 
 
 def _holes_user(inst: Instance) -> str:
-    agents = "\n".join(f"Agent {i + 1}: ({s[0]},{s[1]}) to ({g[0]},{g[1]})"
-                       for i, (s, g) in enumerate(zip(inst.starts, inst.goals)))
     return (f"Grid {inst.h}x{inst.w}, (row,col), (0,0) top-left.\nHoles: {render_holes(inst)}\n"
-            f"{agents}\n{COMPACT_RULES}\n{COMPACT_FORMAT}\nAgent 1: (r,c) (r,c) ...")
+            f"{_compact_agents_and_rules(inst)}")
 
 
 _USER = {"paper": _paper_user, "compact": _compact_user, "holes": _holes_user}
