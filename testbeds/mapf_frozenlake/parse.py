@@ -355,3 +355,14 @@ def format_plan(paths: list[list[Cell]]) -> str:
     """The canonical answer text for ``paths`` (what the prompt asks the model to write)."""
     return "\n".join(f"Agent {i + 1}: " + " ".join(f"({r},{c})" for r, c in p)
                      for i, p in enumerate(paths))
+
+
+_MOVE_LETTER = {(-1, 0): "U", (1, 0): "D", (0, -1): "L", (0, 1): "R", (0, 0): "W"}
+
+
+def format_moves(paths: list[list[Cell]]) -> str:
+    """The same plan as moves from each start, ``Agent 1: R D W`` (``testbed.answer_format:
+    moves``); ``parse_plan`` walks them back into cells from the instance's starts."""
+    return "\n".join(f"Agent {i + 1}: " + " ".join(_MOVE_LETTER[(b[0] - a[0], b[1] - a[1])]
+                                                    for a, b in zip(p, p[1:]))
+                     for i, p in enumerate(paths))

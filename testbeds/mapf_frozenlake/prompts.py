@@ -13,7 +13,13 @@ conflict rules, and ask for ``parse.py``'s canonical answer format ``Agent i: (r
   drawing. (A drawing costs 2 tokens per cell, the list 5-6 per hole: fewer tokens at the 20% hole
   ratio of the CPU demo.)
 
-``compact`` and ``holes`` are written here, not in the paper; ``tests/mapf_frozenlake/
+Independently of the style, ``answer`` picks what the model writes: ``cells`` (the paper's
+plan, each agent's cell at every step) or ``moves`` (each agent's moves from its start,
+``Agent 1: R D W``: one token per step instead of ~6, so a plan is a quarter of the tokens to
+generate and to train on; ``parse.py`` walks them back into cells and the validator's eight
+checks are unchanged).
+
+``compact``, ``holes`` and ``moves`` are written here, not in the paper; ``tests/mapf_frozenlake/
 test_mapf_prompts.py`` checks every style renders the same instance information (size, holes,
 starts, goals, rules, format).
 """
@@ -25,6 +31,7 @@ from typing import Literal
 from testbeds.mapf_frozenlake.instance import Instance
 
 PromptStyle = Literal["paper", "compact", "holes"]
+AnswerFormat = Literal["cells", "moves"]
 
 SYSTEM = ("You solve multi-agent path finding puzzles on frozen lakes. "
           "Think briefly, then give the final plan.")
@@ -44,6 +51,13 @@ COMPACT_RULES = ("Each step: move up/down/left/right or wait. No holes, stay on 
 
 COMPACT_FORMAT = "One line per agent, its cell at every step (repeat to wait):"
 
+MOVES_FORMAT = ("Answer with one line per agent: its moves from its start to its goal, U up, "
+                "D down, L left, R right, W wait, e.g.\nAgent 1: R D D")
+
+COMPACT_MOVES_FORMAT = "One line per agent, its moves (U up, D down, L left, R right, W wait):"
+
+_EXAMPLE = {"cells": "Agent 1: (r,c) (r,c) ...", "moves": "Agent 1: R D ..."}
+
 
 def render_grid(inst: Instance) -> str:
     """Rows of ``F``/``H`` separated by spaces (one token per cell under BPE tokenizers)."""
@@ -51,23 +65,24 @@ def render_grid(inst: Instance) -> str:
                      for r in range(inst.h))
 
 
-def _paper_user(inst: Instance) -> str:
+def _paper_user(inst: Instance, answer: AnswerFormat) -> str:
     agents = "\n".join(f"Agent {i + 1} starts at ({s[0]},{s[1]}), goal ({g[0]},{g[1]})."
                        for i, (s, g) in enumerate(zip(inst.starts, inst.goals)))
     return (f"Grid {inst.h}x{inst.w}, cells (row,col), (0,0) is top-left:\n{render_grid(inst)}\n"
-            f"{agents}\n{RULES}\n{FORMAT}")
+            f"{agents}\n{RULES}\n{FORMAT if answer == 'cells' else MOVES_FORMAT}")
 
 
-def _compact_agents_and_rules(inst: Instance) -> str:
+def _compact_agents_and_rules(inst: Instance, answer: AnswerFormat) -> str:
     """The terse styles' common tail: each agent's start and goal, the rules, the answer format."""
     agents = "\n".join(f"Agent {i + 1}: ({s[0]},{s[1]}) to ({g[0]},{g[1]})"
                        for i, (s, g) in enumerate(zip(inst.starts, inst.goals)))
-    return f"{agents}\n{COMPACT_RULES}\n{COMPACT_FORMAT}\nAgent 1: (r,c) (r,c) ..."
+    fmt = COMPACT_FORMAT if answer == "cells" else COMPACT_MOVES_FORMAT
+    return f"{agents}\n{COMPACT_RULES}\n{fmt}\n{_EXAMPLE[answer]}"
 
 
-def _compact_user(inst: Instance) -> str:
+def _compact_user(inst: Instance, answer: AnswerFormat) -> str:
     return (f"Grid {inst.h}x{inst.w}, H hole, (row,col), (0,0) top-left:\n{render_grid(inst)}\n"
-            f"{_compact_agents_and_rules(inst)}")
+            f"{_compact_agents_and_rules(inst, answer)}")
 
 
 def render_holes(inst: Instance) -> str:
@@ -75,20 +90,22 @@ def render_holes(inst: Instance) -> str:
     return " ".join(f"({r},{c})" for r, c in sorted(inst.holes)) or "none"
 
 
-def _holes_user(inst: Instance) -> str:
+def _holes_user(inst: Instance, answer: AnswerFormat) -> str:
     return (f"Grid {inst.h}x{inst.w}, (row,col), (0,0) top-left.\nHoles: {render_holes(inst)}\n"
-            f"{_compact_agents_and_rules(inst)}")
+            f"{_compact_agents_and_rules(inst, answer)}")
 
 
 _USER = {"paper": _paper_user, "compact": _compact_user, "holes": _holes_user}
 
 
-def render_user(inst: Instance, style: PromptStyle = "paper") -> str:
-    """The user message for ``inst`` in ``style``."""
-    return _USER[style](inst)
+def render_user(inst: Instance, style: PromptStyle = "paper", answer: AnswerFormat = "cells") -> str:
+    """The user message for ``inst`` in ``style``, asking for the plan as ``answer``."""
+    return _USER[style](inst, answer)
 
 
-def render_prompt(inst: Instance, style: PromptStyle = "paper") -> list[dict[str, str]]:
+def render_prompt(inst: Instance, style: PromptStyle = "paper",
+                  answer: AnswerFormat = "cells") -> list[dict[str, str]]:
     """Chat messages for ``inst``."""
     system = SYSTEM if style == "paper" else COMPACT_SYSTEM
-    return [{"role": "system", "content": system}, {"role": "user", "content": render_user(inst, style)}]
+    return [{"role": "system", "content": system},
+            {"role": "user", "content": render_user(inst, style, answer)}]

@@ -26,7 +26,7 @@ from testbeds.mapf_frozenlake.config import SIZES, SPACE, GeneratorConfig, SizeP
 from testbeds.mapf_frozenlake.config import project as project_config
 from testbeds.mapf_frozenlake.generator import generate
 from testbeds.mapf_frozenlake.instance import Instance
-from testbeds.mapf_frozenlake.prompts import PromptStyle, render_prompt
+from testbeds.mapf_frozenlake.prompts import AnswerFormat, PromptStyle, render_prompt
 from testbeds.mapf_frozenlake.reward import AdaptiveReward, accuracy, length_reward
 from testbeds.mapf_frozenlake.suites import bucket_scores, build_suite, flat_metrics, summarize
 from testbeds.mapf_frozenlake.validate import validate
@@ -52,6 +52,11 @@ class MAPFTestbedConfig(BaseModel):
     """``paper``: the full-sentence prompt; ``compact``: the same instance information and rules
     in terse notation (~25-40% fewer prompt tokens); ``holes``: ``compact`` with the map given as
     the list of hole cells instead of a drawing (``prompts.py``). Paper configs keep ``paper``."""
+    answer_format: AnswerFormat = "cells"
+    """What the prompt asks for and the warm start's reference answers are written in:
+    ``cells`` (the paper: each agent's cell at every step) or ``moves`` (``Agent 1: R D W``, each
+    agent's moves from its start: ~4x fewer answer tokens to generate and train on). The parser
+    reads both and the eight checks are the same (``prompts.py``)."""
     warmstart_sizes: list[str] = Field(default_factory=lambda: ["3x3", "4x4", "5x5"])
     """Map sizes of the supervised warm start's examples (equal shares, 20% holes, the natural
     wait mix); used only when the trainer's warm start is on."""
@@ -160,7 +165,7 @@ class MAPFTestbed(Testbed):
     def task_of(self, inst: Instance) -> Task:
         return Task(
             id=inst.id or "",
-            messages=render_prompt(inst, self.config.prompt_style),
+            messages=render_prompt(inst, self.config.prompt_style, self.config.answer_format),
             data=inst.to_dict(),
             features={"bucket": inst.size, "size": inst.size, "agents": inst.num_agents,
                       "hole_ratio": inst.hole_ratio, "needs_wait": bool(inst.needs_wait),
@@ -184,9 +189,10 @@ class MAPFTestbed(Testbed):
         plan = task.data.get("optimal_plan")
         if not plan:
             return None
-        from testbeds.mapf_frozenlake.parse import format_plan
+        from testbeds.mapf_frozenlake.parse import format_moves, format_plan
 
-        return format_plan([[tuple(c) for c in path] for path in plan])
+        paths = [[tuple(c) for c in path] for path in plan]
+        return format_plan(paths) if self.config.answer_format == "cells" else format_moves(paths)
 
     def observe_training_batch(self, completions: Sequence[Completion]) -> None:
         self.reward.update([c.num_tokens for c in completions])

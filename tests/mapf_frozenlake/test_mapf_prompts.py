@@ -39,11 +39,12 @@ def _facts(text: str, inst) -> dict:
     return {"size": size, "holes": holes, "agents": pairs}
 
 
+@pytest.mark.parametrize("answer", ["cells", "moves"])
 @pytest.mark.parametrize("style", ["compact", "holes"])
 @pytest.mark.parametrize("inst", _instances(), ids=lambda i: i.size)
-def test_every_style_carries_the_same_instance_as_the_paper_prompt(inst, style):
+def test_every_style_carries_the_same_instance_as_the_paper_prompt(inst, style, answer):
     paper = "\n".join(m["content"] for m in render_prompt(inst, "paper"))
-    short = "\n".join(m["content"] for m in render_prompt(inst, style))
+    short = "\n".join(m["content"] for m in render_prompt(inst, style, answer))
     facts = _facts(short, inst)
     assert facts == _facts(paper, inst)
     assert facts["size"] == (inst.h, inst.w)
@@ -64,6 +65,33 @@ def test_both_styles_state_every_rule_and_the_answer_format():
         text = " ".join(m["content"] for m in render_prompt(inst, style)).lower()
         for rule in ("up", "down", "left", "right", "wait", "hole", "grid", "swap", "goal", "agent 1: ("):
             assert rule in text, (style, rule)
+
+
+@pytest.mark.parametrize("style", ["paper", "compact", "holes"])
+def test_the_moves_answer_format_is_asked_for_in_every_style(style):
+    inst = _instances(2)[0]
+    cells = " ".join(m["content"] for m in render_prompt(inst, style, "cells")).lower()
+    moves = " ".join(m["content"] for m in render_prompt(inst, style, "moves")).lower()
+    for word in ("u up", "d down", "l left", "r right", "w wait", "agent 1: r d"):
+        pattern = rf"\b{word}\b"
+        assert re.search(pattern, moves) and not re.search(pattern, cells), (style, word)
+    assert "agent 1: (" not in moves.split("agent 1: r d")[-1]  # the example is a move line
+
+
+@pytest.mark.parametrize("inst", _instances(), ids=lambda i: i.size)
+def test_a_moves_reference_answer_is_the_optimal_plan(inst):
+    """The warm start's reference answer in moves walks back (parser) to the stored optimal
+    plan, which the validator scores valid and optimal; it is ~3x shorter than the cells one."""
+    from testbeds.mapf_frozenlake.parse import format_moves, format_plan, parse_plan
+    from testbeds.mapf_frozenlake.validate import validate
+
+    text = format_moves(inst.optimal_plan)
+    assert parse_plan(text, inst.num_agents, inst.starts).paths == [list(p) for p in inst.optimal_plan]
+    verdict = validate(inst, text)
+    assert verdict.valid and verdict.optimal
+    assert len(text) * 2 < len(format_plan(inst.optimal_plan))
+    testbed = MAPFTestbed(MAPFTestbedConfig(answer_format="moves"))
+    assert testbed.reference_answer(testbed.task_of(inst)) == text
 
 
 def test_testbed_prompt_style_and_eval_sizes():
