@@ -17,13 +17,14 @@ We do not re-implement any of it. This adapter only:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import shutil
 import tempfile
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -340,7 +341,8 @@ class GRPOTrainerAdapter(Trainer):
         )
         # Progress and metrics go through our reporter and metrics.jsonl, not TRL's printer.
         trainer.remove_callback(PrinterCallback)
-        result = trainer.train()
+        with completion_positions_only():
+            result = trainer.train()
         # TRL may have wrapped the model; keep the plain module for the next round, and the
         # trainer itself until ``save`` (gathering sharded weights needs its accelerator).
         self.model = trainer.accelerator.unwrap_model(trainer.model)
@@ -391,6 +393,28 @@ class GRPOTrainerAdapter(Trainer):
 
     def run_info(self) -> dict[str, Any]:
         return {"trainer": "grpo", "algorithm": "GRPO (TRL)", **self.config.model_dump(mode="json")}
+
+
+@contextlib.contextmanager
+def completion_positions_only() -> Iterator[None]:
+    """Within the block, TRL's fused LM head scores only the labelled (completion) positions.
+
+    ``trl.trainer.utils.add_fused_lm_head`` does so only on Triton devices; elsewhere (a CPU) it
+    runs the 49k-way head over every prompt position too and masks the result, to keep tile
+    shapes fixed for compilers that recompile on a new shape (Neuron). Eager CPU torch has no
+    such cost, and the MAPF demo's prompts are ~85% of each GRPO row. The log-probs are the same
+    (``tests/foundation/test_grpo_head.py``); without the hook (another TRL) nothing changes."""
+    import trl.trainer.utils as trl_utils
+
+    original = getattr(trl_utils, "_use_triton", None)
+    if original is None:
+        yield
+        return
+    trl_utils._use_triton = lambda device: True  # only the `compact` choice reads this name
+    try:
+        yield
+    finally:
+        trl_utils._use_triton = original
 
 
 def log_forwarder(log: LogFn | None, round_index: int) -> Any:
