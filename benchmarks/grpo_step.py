@@ -9,7 +9,10 @@ For a run config (default ``configs/mapf_cpu_demo.yaml``) this times, with the r
    optimizer (``AdamW.step``) and other (reward scoring, tokenisation, logging, padding).
 
 FLOPs use the 6·N·T rule for a training forward+backward over T processed tokens (padding
-included, because it is computed) with N the parameter count, and 2·N per generated token for
+included, because it is computed) with N the parameter count, except for the LM head (the tied
+49k x 576 embedding, a fifth of the 135M model), which both trainers run only on the completion
+positions (``trainers/warmstart.completion_nll``, ``trainers/grpo.completion_positions_only``):
+6·(N − N_head)·T + 6·N_head·T_head, and 2·N per generated token for
 decoding (with the prompt's prefill at 2·N per prompt token). The floor of a phase is its FLOPs / R;
 ``ratio`` = measured / floor (1.0 = as fast as the GEMM benchmark). Decoding is bound by memory
 bandwidth and per-token overhead at small batch, not FLOPs, so its ratio is far above 1 by nature.
@@ -80,6 +83,8 @@ def instrument(timers: Timers) -> None:
     from transformers import GenerationMixin
     from trl import GRPOTrainer, SFTTrainer
 
+    from trainers import warmstart
+
     def count_generation(model: Any, *args: Any, **kwargs: Any) -> None:
         ids = kwargs.get("input_ids")
         if ids is not None:
@@ -95,26 +100,36 @@ def instrument(timers: Timers) -> None:
             real = int(inputs["prompt_mask"].sum() + inputs["completion_mask"].sum())
             timers.count["generated_tokens"] += int(inputs["completion_mask"].sum())
             timers.count["generated_slots"] += inputs["completion_ids"].numel()
-        else:  # SFT: (B, T) padded input_ids
-            processed = inputs["input_ids"].numel()
-            real = int(inputs["attention_mask"].sum()) if "attention_mask" in inputs else processed
+            timers.count["head_tokens"] += int(inputs["completion_mask"].sum())  # labelled rows only
         timers.count["train_tokens"] += processed
         timers.count["train_real_tokens"] += real
 
+    def count_sft_loss(model: Any, inputs: dict[str, Any], *args: Any, **kwargs: Any) -> None:
+        # SFT: (B, T) padded input_ids; the head runs from the pass's first labelled position on.
+        labels = inputs["labels"]
+        labelled = (labels[:, 1:] != -100).any(dim=0).nonzero()
+        first = int(labelled[0]) if len(labelled) else labels.shape[1] - 1
+        processed = inputs["input_ids"].numel()
+        real = int(inputs["attention_mask"].sum()) if "attention_mask" in inputs else processed
+        timers.count["train_tokens"] += processed
+        timers.count["train_real_tokens"] += real
+        timers.count["head_tokens"] += labels.shape[0] * (labels.shape[1] - first)
+
     timers.wrap(GenerationMixin, "generate", "generation", count_generation)
     timers.wrap(GRPOTrainer, "compute_loss", "forward", count_loss)
-    timers.wrap(SFTTrainer, "compute_loss", "forward", count_loss)
+    # The warm start's loss is our completion-only head (a subclass overrides SFTTrainer's).
+    timers.wrap(warmstart, "completion_nll", "forward", count_sft_loss)
     timers.wrap(Accelerator, "backward", "backward")
     timers.wrap(torch.optim.AdamW, "step", "optimizer")
     timers.wrap(GRPOTrainer, "training_step", "step")
     timers.wrap(SFTTrainer, "training_step", "step")
 
 
-def report(title: str, timers: Timers, steps: int, params: int, rate: float) -> None:
+def report(title: str, timers: Timers, steps: int, params: int, rate: float, head: int) -> None:
     s, c = timers.seconds, timers.count
     total = s["step"] + s["optimizer"]  # training_step holds generation, forward and backward
     other = total - s["generation"] - s["forward"] - s["backward"] - s["optimizer"]
-    train_flops = 6 * params * c["train_tokens"]
+    train_flops = 6 * (params - head) * c["train_tokens"] + 6 * head * c["head_tokens"]
     gen_flops = 2 * params * (c["prompt_tokens"] + c["generated_slots"])
     print(f"\n== {title}: {steps} step(s), per step ==")
     print(f"{'phase':<12}{'seconds':>9}{'share':>8}{'GFLOP':>10}{'floor s':>9}{'ratio':>8}")
@@ -164,6 +179,7 @@ def main() -> None:
     trainer = build_trainer(config, testbed)
     trainer.setup(None)
     params = sum(p.numel() for p in trainer.model.parameters())
+    head = trainer.model.get_output_embeddings().weight.numel()
     print(f"model {config.model.name_or_path}: {params / 1e6:.1f} M parameters, "
           f"dtype {next(trainer.model.parameters()).dtype}")
     timers = Timers()
@@ -180,7 +196,7 @@ def main() -> None:
                    ws.model_copy(update={"steps": args.warmstart_steps}), bf16=config.trainer.bf16)
         passes = ws.micro_batch_size or ws.batch_size
         report(f"warm-start SFT step (batch {ws.batch_size} in passes of {passes})",
-               timers, args.warmstart_steps, params, rate)
+               timers, args.warmstart_steps, params, rate, head)
 
     cfg = config.trainer
     tasks = testbed.sample(testbed.initial_proposal(__import__("numpy").random.default_rng(0)),
@@ -191,7 +207,7 @@ def main() -> None:
     trainer.config = cfg.model_copy(update={"max_steps_per_round": args.steps})
     trainer.train_round(tasks[cfg.prompts_per_step:], round_index=1, seed=1)
     report(f"GRPO step ({cfg.prompts_per_step} prompts x {cfg.num_generations} samples, "
-           f"<= {cfg.max_completion_length} new tokens)", timers, args.steps, params, rate)
+           f"<= {cfg.max_completion_length} new tokens)", timers, args.steps, params, rate, head)
     trainer.close()
 
 
