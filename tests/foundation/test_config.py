@@ -88,5 +88,7 @@ def test_broken_config_fails_fast_from_cli(tmp_path):
     elapsed = time.monotonic() - start
     assert proc.returncode == 2
     assert "trainer.learnig_rate" in proc.stderr and "trainer.learning_rate" in proc.stderr
-    assert elapsed < 5.0, f"config error took {elapsed:.1f}s"
+    # Nothing heavy ran before the error: no model was loaded. (The bound is loose on purpose:
+    # ~2 s on a quiet machine, 8 s measured with two model processes on the 2 cores.)
     assert "Loading weights" not in proc.stderr + proc.stdout
+    assert elapsed < 30.0, f"config error took {elapsed:.1f}s"
