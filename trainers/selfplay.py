@@ -159,6 +159,9 @@ class SelfPlayConfig(GRPOConfig):
     agent_warmstart_examples: int | None = Field(None, ge=1)
     """Agent examples (moves) in that warm start (``None``: as many as every other source,
     ``warmstart.examples`` or steps x batch size)."""
+    agent_warmstart_seeds: list[str] | None = None
+    """Names of the seed-library environments played in that warm start (``None``: all of the
+    setting's); a parametrised game is played as a fresh variant in every episode."""
     train_on_hinted: bool = False
     """Also train the agent on its hinted episodes (default: they only measure regret)."""
     agent_advantage: Literal["role_std", "centred"] = "role_std"
@@ -262,7 +265,8 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
         from trainers.spade.warmstart import agent_examples
 
         return agent_examples(self.run_config.testbed.setting, self.config.play, self.sandbox(),
-                              self.config.agent_warmstart_examples or n, seed)
+                              self.config.agent_warmstart_examples or n, seed,
+                              names=self.config.agent_warmstart_seeds)
 
     def close(self) -> None:
         if self._sandbox is not None:

@@ -219,6 +219,15 @@ class SpadeEngineerConfig(PluginConfig):
     designer_warmstart_examples: int | None = Field(None, ge=1)
     """Designer examples in that warm start (``None``: as many as every other source,
     ``trainer.warmstart.examples`` or steps x batch size)."""
+    warmstart_skill_line: bool = False
+    """Start every warm-start answer with a ``# skill: <the prompt's skill>`` comment (the first
+    line of the program, or of the ``<reset>`` part), so the model first copies the target skill
+    from the prompt and then writes a game conditioned on it. At 135M without it, every design
+    call of a run wrote the same library game whatever its skill (docs/results.md, session 5)."""
+    warmstart_seeds: list[str] | None = None
+    """Names of the seed-library environments that warm start answers with (``None``: every
+    one of the configured skills). A parametrised game answers each prompt with a variant drawn
+    from that prompt's document (``testbeds.synthetic.seeds.variant``)."""
     designs_per_round: int = Field(4, ge=1)
     """Design calls per round."""
     designer: Literal["policy", "base"] = "policy"

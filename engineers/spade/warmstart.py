@@ -7,7 +7,12 @@ permutation seeded by ``seed``, separate from the run's own corpus cursor), answ
 ``s = library[i mod len(library)]`` written as the designer must write it: in ``program`` mode
 the program in a ```python fence and ``<hint>``; in ``structured`` mode the parts in their tags
 and ``<hint>`` (``testbeds.synthetic.skeleton.format_parts``). ``library`` is the seed library
-of the setting restricted to the configured skills (all of it when none matches).
+of the setting restricted to the configured skills (all of it when none matches) and, with
+``warmstart_seeds``, to those names. A parametrised game (``testbeds.synthetic.seeds``,
+"Parametrised games") answers with a variant: its word lists are the first words of the
+prompt's document, its choices drawn from a generator seeded by ``(seed, i)``; so the answer
+depends on the prompt and two examples of one game differ. With ``warmstart_skill_line`` each
+answer starts with a ``# skill: <skill>`` comment (``seed_design``).
 
 The SPADE trainer's SFT warm start (``trainers/warmstart.py``) trains on these next to the agent
 role's examples, when ``engineer.designer_warmstart`` is on and ``trainer.warmstart.steps > 0``.
@@ -16,33 +21,40 @@ Not in the paper: the paper's designers (4B-30B) write admissible programs from 
 
 from __future__ import annotations
 
+import random
+from dataclasses import replace
 from typing import Any
 
 from engineers.spade.config import SpadeEngineerConfig
 from engineers.spade.corpus import build_corpus
 from engineers.spade.prompts import design_messages
-from testbeds.synthetic.seeds import SeedEnvironment, library_for, seed_library
+from testbeds.synthetic.seeds import SeedEnvironment, library_for, seed_library, variant
 from testbeds.synthetic.skeleton import format_parts
 
 
-def seed_design(seed: SeedEnvironment, mode: str) -> str:
-    """A library environment as a designer's answer in ``mode`` (module docstring)."""
+def seed_design(seed: SeedEnvironment, mode: str, skill_line: bool = False) -> str:
+    """A library environment as a designer's answer in ``mode`` (module docstring); with
+    ``skill_line`` the program (structured: the ``<reset>`` part) starts with ``# skill: ...``."""
+    first = f"# skill: {seed.skill}\n" if skill_line else ""
     if mode == "structured":
         if seed.parts is None:
             raise ValueError(f"seed {seed.name!r} ({seed.setting}) has no structured parts")
-        return format_parts(seed.parts)
-    return f"```python\n{seed.program.rstrip()}\n```\n<hint>{seed.hint}</hint>"
+        return format_parts(replace(seed.parts, reset=first + seed.parts.reset))
+    return f"```python\n{first}{seed.program.rstrip()}\n```\n<hint>{seed.hint}</hint>"
 
 
 def designer_examples(config: SpadeEngineerConfig, n: int, seed: int) -> list[dict[str, Any]]:
     """``n`` design prompts answered with library environments (module docstring)."""
-    library = library_for(config.setting, config.skill_list()) or list(seed_library(config.setting))
+    names = config.warmstart_seeds
+    library = (library_for(config.setting, config.skill_list(), names)
+               or library_for(config.setting, None, names) or list(seed_library(config.setting)))
     corpus = build_corpus(config.corpus, config.setting, seed)
     out = []
     for i in range(n):
-        env = library[i % len(library)]
         doc = corpus.sample() if corpus is not None else None
+        env = variant(library[i % len(library)], random.Random(f"{seed}:{i}"), doc.text if doc else None)
         messages = design_messages(config.setting, env.skill, doc.text if doc else None, mode=config.design_mode)
         out.append({"prompt": messages,
-                    "completion": [{"role": "assistant", "content": seed_design(env, config.design_mode)}]})
+                    "completion": [{"role": "assistant",
+                                    "content": seed_design(env, config.design_mode, config.warmstart_skill_line)}]})
     return out

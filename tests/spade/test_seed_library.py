@@ -30,6 +30,14 @@ def candidate(program: str | None, hint: str | None, reason: RejectReason | None
                            parse_reason=reason, parse_detail=detail)
 
 
+def library_seed(program: str, setting: str):
+    """The library environment a warm-start answer was made from (a variant's closest seed)."""
+    from engineers.spade.diversity import closest_seed
+
+    name, _ = closest_seed(program, setting)
+    return next(s for s in seed_library(setting) if s.name == name)
+
+
 def structured(text: str) -> DesignCandidate:
     try:
         parsed = parse_structured(text)
@@ -48,7 +56,11 @@ def test_every_library_program_is_admitted(seed, sandbox_pool):
 @pytest.mark.parametrize("setting,skills", [("games", GAME_SKILLS), ("tools", TOOL_SKILLS)])
 def test_library_covers_every_configured_skill(setting, skills):
     assert {s.skill for s in seed_library(setting)} >= set(skills)
-    assert [s.skill for s in library_for(setting, [skills[0]])] == [skills[0]]
+    assert {s.skill for s in library_for(setting, [skills[0]])} == {skills[0]}
+    first = seed_library(setting)[0]
+    assert library_for(setting, None, [first.name]) == [first]
+    with pytest.raises(ValueError, match=f"no {setting} seed-library environment named nope"):
+        library_for(setting, None, ["nope"])
 
 
 def test_game_seeds_round_trip_through_their_parts():
@@ -142,13 +154,16 @@ def test_designer_warmstart_examples_are_admissible_designs(mode, setting, sandb
     config = SpadeEngineerConfig(setting=setting, design_mode=mode, corpus="none", designer_warmstart=True)
     examples = SpadeEngineer(config).warmstart_examples(7, seed=0)
     assert len(examples) == 7
-    library = {s.program: s for s in seed_library(setting)}
     for example in examples:
         assert example["prompt"][0]["content"] == contract(setting, mode)
         text = example["completion"][0]["content"]
         parsed = parse_structured(text) if mode == "structured" else parse_design(text)
-        seed = library[parsed.program]
-        assert parsed.hint == seed.hint and f"Target skill: {seed.skill}." in example["prompt"][1]["content"]
+        seed = library_seed(parsed.program, setting)
+        assert f"Target skill: {seed.skill}." in example["prompt"][1]["content"]
+        if seed.params:  # a variant (parametrised game): admitted like the library's own
+            assert admit(candidate(parsed.program, parsed.hint), sandbox_pool, AdmissionConfig()).admitted
+        else:
+            assert (parsed.program, parsed.hint) == (seed.program, seed.hint)
     assert SpadeEngineer(config.model_copy(update={"designer_warmstart": False})).warmstart_examples(3, 0) == []
     # Restricted to the configured skills.
     skill = seed_library(setting)[1].skill
@@ -156,7 +171,7 @@ def test_designer_warmstart_examples_are_admissible_designs(mode, setting, sandb
     assert all(f"Target skill: {skill}." in e["prompt"][1]["content"] for e in only)
     programs = {parse_design(e["completion"][0]["content"]).program if mode == "program"
                 else parse_structured(e["completion"][0]["content"]).program for e in only}
-    assert {library[p].skill for p in programs} == {skill}
+    assert {library_seed(p, setting).skill for p in programs} == {skill}
 
 
 @pytest.mark.parametrize("setting", ["games", "tools"])
@@ -290,3 +305,95 @@ def test_the_same_program_in_a_later_round_is_flagged_as_a_repeat(tmp_path):
     env = first["admitted"][0]
     assert first["near_duplicates"] == {} and again["admitted"] == [env]
     assert again["near_duplicates"] == {env: env}
+
+
+PARAMETRISED = [s for s in seed_library("games") if s.params]
+DOCUMENT = ("Compute the determinant of a square matrix using cofactor expansion along any row; "
+            "the matrix entries may be symbols or rational numbers.")
+
+
+def test_the_library_has_parametrised_games():
+    assert {s.name for s in PARAMETRISED} >= {"key_position", "secret_suffix", "number_code"}
+    for seed in PARAMETRISED:
+        assert "@@" not in seed.program and "{" not in seed.hint  # the file's values are filled in
+
+
+@pytest.mark.parametrize("seed", PARAMETRISED, ids=lambda s: s.name)
+def test_every_variant_of_a_parametrised_game_is_admitted(seed, sandbox_pool):
+    import random
+
+    from testbeds.synthetic.seeds import variant
+
+    programs = set()
+    for i in range(6):
+        v = variant(seed, random.Random(i), DOCUMENT if i % 2 else None)
+        result = admit(candidate(v.program, v.hint), sandbox_pool, AdmissionConfig())
+        assert result.admitted, f"{seed.name} variant {i}: {result.reason} {result.detail}"
+        programs.add(v.program)
+    assert len(programs) > 1  # the parameters really change the game
+
+
+def test_a_variant_takes_its_words_from_the_document():
+    import random
+
+    from testbeds.synthetic.seeds import document_words, variant
+
+    assert document_words(DOCUMENT, 4) == ["compute", "square", "matrix", "using"]
+    assert document_words("a bb matrix", 3, fallback=["river", "matrix", "stone"]) == ["matrix", "river", "stone"]
+    seed = next(s for s in PARAMETRISED if s.name == "key_position")
+    v = variant(seed, random.Random(0), DOCUMENT)
+    assert "WORDS = ['compute', 'determinant'" not in v.program  # 11 letters: too long
+    assert "WORDS = ['compute', 'square', 'matrix', 'using', 'cofactor', 'expansion'" not in v.program
+    assert "WORDS = ['compute', 'square', 'matrix', 'using', 'cofactor', 'along']" in v.program
+    # Hint words are kept out (a word of the hint would leak the answer), and the hint is filled in.
+    assert not {"always", "number"} & set(document_words("always number river", 3, {"always", "number"}))
+    assert v.hint == f"The key is always word number {v.program.split('POSITION = ')[1][0]} of the list."
+
+
+def test_designer_warmstart_answers_depend_on_the_document():
+    config = SpadeEngineerConfig(setting="games", design_mode="structured", designer_warmstart=True,
+                                 corpus={"max_doc_chars": 400}, skills=["pattern recognition"],
+                                 warmstart_seeds=["key_position"])
+    examples = SpadeEngineer(config).warmstart_examples(4, seed=0)
+    answers = [parse_structured(e["completion"][0]["content"]) for e in examples]
+    assert len({a.program for a in answers}) == 4
+    for example, answer in zip(examples, answers, strict=True):
+        document = example["prompt"][1]["content"].split("<document>")[1].lower()
+        words = answer.program.split("WORDS = [")[1].split("]")[0].replace("'", "").split(", ")
+        assert all(w in document for w in words)
+    with pytest.raises(ValueError, match="no games seed-library environment named nope"):
+        SpadeEngineer(config.model_copy(update={"warmstart_seeds": ["nope"]})).warmstart_examples(1, seed=0)
+
+
+def test_agent_warmstart_on_named_seed_games(sandbox_pool):
+    from trainers.spade.play import PlayConfig
+    from trainers.spade.warmstart import agent_examples
+
+    examples = agent_examples("games", PlayConfig(), sandbox_pool, 8, seed=1, names=["key_position"])
+    tasks = [e["prompt"][1]["content"] for e in examples]
+    assert all(t.startswith("One of these words is the key:") for t in tasks)
+    options_of = [t.split("key: ")[1].split(". Which")[0].split(", ") for t in tasks]
+    assert len({w for options in options_of for w in options}) > 6  # a fresh variant (word list) per episode
+    assert len({e["prompt"][1]["content"].split("word number ")[1][0] for e in examples
+                if "Hint: " in e["prompt"][1]["content"]}) > 1  # and key position
+    for example, task, options in zip(examples, tasks, options_of, strict=True):
+        answer = example["completion"][0]["content"]
+        assert answer[len("\\boxed{"):-1] in options
+        if "Hint: " in task:  # the hinted half names the position of the key
+            position = int(task.split("word number ")[1][0])
+            assert answer == "\\boxed{" + options[position - 1] + "}"
+
+
+@pytest.mark.parametrize("mode", ["structured", "program"])
+def test_designer_warmstart_answers_can_start_with_the_skill(mode, sandbox_pool):
+    from engineers.spade.parse import parse_design
+
+    config = SpadeEngineerConfig(setting="games", design_mode=mode, designer_warmstart=True, corpus="none",
+                                 warmstart_skill_line=True, warmstart_seeds=["key_position", "take_away"])
+    for example in SpadeEngineer(config).warmstart_examples(4, seed=0):
+        skill = example["prompt"][1]["content"].split("Target skill: ")[1].split(".\n")[0]
+        text = example["completion"][0]["content"]
+        first = text.split("<reset>\n")[1] if mode == "structured" else text.split("```python\n")[1]
+        assert first.startswith(f"# skill: {skill}\n")
+        parsed = parse_structured(text) if mode == "structured" else parse_design(text)
+        assert admit(candidate(parsed.program, parsed.hint), sandbox_pool, AdmissionConfig()).admitted

@@ -9,7 +9,9 @@ conditions are seen); ``solution()`` becomes actions as admission plays them (a 
 number ``a`` → ``\\boxed{a}``; a list → its items, a final ``{"answer": a}`` → ``\\boxed{a}``,
 other dicts as JSON); example ``t`` of an episode is the conversation up to move ``t`` (earlier
 moves as assistant turns, the environment's replies as user turns) answered with move ``t``.
-Playing stops at the first terminated or truncated step.
+Playing stops at the first terminated or truncated step. ``names`` restricts the library to those
+environments; a parametrised game is played as a fresh variant per episode (its choices and
+words drawn from a generator seeded by ``(seed, j)``, ``testbeds.synthetic.seeds.variant``).
 
 The SPADE trainer's SFT warm start trains on these when ``trainer.agent_warmstart`` is on and
 ``trainer.warmstart.steps > 0``. Not in the paper: its agents (4B-30B) play from the start.
@@ -18,11 +20,12 @@ The SPADE trainer's SFT warm start trains on these when ``trainer.agent_warmstar
 from __future__ import annotations
 
 import json
+import random
 from typing import Any
 
 from curriculum.core.pool import PoolEnvironment, program_hash
 from testbeds.sandbox import SandboxPool
-from testbeds.synthetic.seeds import seed_library
+from testbeds.synthetic.seeds import library_for, variant
 from trainers.spade.play import PlayConfig, first_messages
 
 
@@ -56,13 +59,15 @@ def episode_examples(env: PoolEnvironment, handle: Any, env_seed: int, hinted: b
 
 
 def agent_examples(setting: str, config: PlayConfig, sandbox: SandboxPool, n: int,
-                   seed: int) -> list[dict[str, Any]]:
+                   seed: int, names: list[str] | None = None) -> list[dict[str, Any]]:
     """``n`` agent examples from the seed library of ``setting`` (module docstring)."""
-    library = seed_library(setting)
+    library = library_for(setting, None, names)
+    if not library:
+        raise ValueError(f"no {setting} seed-library environment to warm-start the agent on")
     out: list[dict[str, Any]] = []
     j = 0
     while len(out) < n:
-        seed_env = library[j % len(library)]
+        seed_env = variant(library[j % len(library)], random.Random(f"{seed}:{j}"))
         env = PoolEnvironment(hash=program_hash(seed_env.program), setting=setting, skill=seed_env.skill,
                               hint=seed_env.hint, program=seed_env.program)
         with sandbox.load(seed_env.program) as handle:
