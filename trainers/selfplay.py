@@ -305,7 +305,8 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
 
             engine.sync_weights()
             return VLLMTurnModel(engine.llm, self.tokenizer)
-        return TransformersTurnModel(self.model, self.tokenizer, batch_size=self.config.micro_batch_size)
+        return TransformersTurnModel(self.model, self.tokenizer,
+                                     batch_size=self.config.play.batch_size or self.config.micro_batch_size)
 
     def _encode(self, text: str) -> list[int]:
         return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])

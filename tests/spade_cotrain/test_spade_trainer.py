@@ -327,3 +327,22 @@ def test_agent_warmstart_example_count(run_config):
     assert len(examples()) == 6
     few = examples(agent_warmstart_examples=2)
     assert len(few) == 2 and all(e["completion"][0]["content"].startswith("\\boxed{") for e in few)
+    named = examples(agent_warmstart_examples=3, agent_warmstart_seeds=["secret_suffix"])
+    assert all("secret form of" in e["prompt"][1]["content"] for e in named)
+
+
+def test_play_generates_in_batches_of_its_own_size(run_config):
+    from trainers.selfplay import SelfPlayTrainer
+
+    def batch(**play):
+        trainer = SelfPlayTrainer(_variant(run_config, micro_batch_size=1,
+                                           play={**run_config.trainer.play.model_dump(mode="json"), **play}),
+                                  testbed=None)
+        trainer.setup(None)
+        try:
+            return trainer._turn_model().batch_size
+        finally:
+            trainer.close()
+
+    assert batch() == 1  # the micro batch of the update, as before
+    assert batch(batch_size=16) == 16

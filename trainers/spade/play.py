@@ -71,6 +71,10 @@ class PlayConfig(BaseModel):
     """Budget of the whole completion (agent and environment tokens) of one episode."""
     temperature: float = Field(1.0, ge=0.0, le=5.0)
     """Sampling temperature of agent turns (0: greedy)."""
+    batch_size: int | None = Field(None, ge=1)
+    """Episodes per generate call on the transformers backend (``None``: the trainer's
+    ``micro_batch_size``). Agent turns are short, so this can be far above a micro batch of long
+    design rows."""
     hint_template: str = "Hint: {hint}"
     """How the privileged hint is appended to the first observation."""
     games_instruction: str = GAMES_INSTRUCTION
