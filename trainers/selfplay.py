@@ -708,6 +708,35 @@ def _outcome(env_id: str, stats: dict[str, Any]) -> EnvOutcome:
                       env_failures=stats["env_failures"])
 
 
+def trim_padding(inputs: dict[str, Any]) -> dict[str, Any]:
+    """A micro batch of TRL's GRPO inputs without the columns that are padding in every row.
+
+    TRL pads the whole step's rows to one width (prompts on the left, completions on the right)
+    and slices micro batches out of it, so a micro batch of short agent episodes is run at the
+    width of the step's longest design row. Dropping the leading prompt columns that are masked
+    in every row and the trailing completion columns that are masked in every row (those are
+    padding; environment tokens inside a completion keep ``completion_mask`` 1 and are masked by
+    ``tool_mask``) leaves the loss unchanged: masked positions take no part in attention or in
+    the loss's sums, and rotary position embeddings see the same relative positions."""
+    import torch
+
+    prompt_mask, completion_mask = inputs["prompt_mask"], inputs["completion_mask"]
+    rows, width = completion_mask.shape
+    used = prompt_mask.bool().any(dim=0).nonzero()
+    start = int(used[0]) if len(used) else 0
+    used = completion_mask.bool().any(dim=0).nonzero()
+    end = int(used[-1]) + 1 if len(used) else 1
+    out = dict(inputs)
+    for key, value in inputs.items():
+        if not torch.is_tensor(value) or value.dim() != 2 or value.size(0) != rows:
+            continue
+        if key in ("prompt_ids", "prompt_mask"):
+            out[key] = value[:, start:]
+        elif value.size(1) == width:
+            out[key] = value[:, :end]
+    return out
+
+
 def _spade_grpo_class() -> type:
     from trl import GRPOTrainer
 
@@ -719,6 +748,9 @@ def _spade_grpo_class() -> type:
             os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
             super().__init__(*args, **kwargs)
             self.spade_rows = rows
+
+        def _compute_loss(self, model: Any, inputs: dict[str, Any]) -> Any:
+            return super()._compute_loss(model, trim_padding(inputs))
 
         def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
             import torch

@@ -346,3 +346,46 @@ def test_play_generates_in_batches_of_its_own_size(run_config):
 
     assert batch() == 1  # the micro batch of the update, as before
     assert batch(batch_size=16) == 16
+
+
+def test_a_micro_batch_is_trimmed_to_its_own_width(tiny_model_dir):
+    """Short agent rows are not run at the width of the step's longest design row, and the
+    trimmed micro batch gives the same completion log-probs as the padded one."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from trainers.selfplay import trim_padding
+
+    model = AutoModelForCausalLM.from_pretrained(str(tiny_model_dir)).eval()
+    pad = 0
+    # one row of a step padded to 9 prompt and 8 completion columns; its own prompt is 3 tokens
+    # (left padded), its completion 4 tokens, the third of them an environment token
+    prompt_ids = torch.tensor([[pad] * 6 + [11, 12, 13]])
+    prompt_mask = torch.tensor([[0] * 6 + [1, 1, 1]])
+    completion_ids = torch.tensor([[21, 22, 23, 24] + [pad] * 4])
+    completion_mask = torch.tensor([[1, 1, 1, 1] + [0] * 4])
+    inputs = {"prompt_ids": prompt_ids, "prompt_mask": prompt_mask, "completion_ids": completion_ids,
+              "completion_mask": completion_mask, "tool_mask": torch.tensor([[1, 1, 0, 1] + [1] * 4]),
+              "advantages": torch.full((1, 8), 0.5), "num_items_in_batch": torch.tensor(3)}
+    trimmed = trim_padding(inputs)
+    assert trimmed["prompt_ids"].tolist() == [[11, 12, 13]] and trimmed["prompt_mask"].tolist() == [[1, 1, 1]]
+    assert trimmed["completion_ids"].tolist() == [[21, 22, 23, 24]]
+    assert trimmed["tool_mask"].tolist() == [[1, 1, 0, 1]] and trimmed["advantages"].shape == (1, 4)
+    assert trimmed["num_items_in_batch"] is inputs["num_items_in_batch"]
+
+    def completion_logps(batch):
+        ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], dim=1)
+        mask = torch.cat([batch["prompt_mask"], batch["completion_mask"]], dim=1)
+        with torch.no_grad():
+            logits = model(input_ids=ids, attention_mask=mask).logits
+        width = batch["completion_ids"].size(1)
+        logp = torch.log_softmax(logits[:, -width - 1:-1], dim=-1)
+        return logp.gather(2, batch["completion_ids"][:, :, None])[0, :4, 0]
+
+    assert torch.allclose(completion_logps(inputs), completion_logps(trimmed), atol=1e-5)
+    # two rows: the columns either row uses stay
+    both = trim_padding({**inputs, "prompt_mask": torch.tensor([[0] * 6 + [1] * 3, [0] * 4 + [1] * 5]),
+                         "prompt_ids": prompt_ids.repeat(2, 1), "completion_ids": completion_ids.repeat(2, 1),
+                         "completion_mask": torch.tensor([[1] * 4 + [0] * 4, [1] * 6 + [0] * 2]),
+                         "tool_mask": torch.ones(2, 8), "advantages": torch.ones(2, 8)})
+    assert both["prompt_ids"].shape == (2, 5) and both["completion_ids"].shape == (2, 6)
