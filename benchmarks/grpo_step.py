@@ -107,8 +107,7 @@ def instrument(timers: Timers) -> None:
     def count_sft_loss(model: Any, inputs: dict[str, Any], *args: Any, **kwargs: Any) -> None:
         # SFT: (B, T) padded input_ids; the head runs from the pass's first labelled position on.
         labels = inputs["labels"]
-        labelled = (labels[:, 1:] != -100).any(dim=0).nonzero()
-        first = int(labelled[0]) if len(labelled) else labels.shape[1] - 1
+        first = warmstart.first_labelled_position(labels)
         processed = inputs["input_ids"].numel()
         real = int(inputs["attention_mask"].sum()) if "attention_mask" in inputs else processed
         timers.count["train_tokens"] += processed

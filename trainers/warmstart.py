@@ -97,6 +97,13 @@ class WarmStartConfig(BaseModel):
         return self
 
 
+def first_labelled_position(labels: Any) -> int:
+    """The first position t of the (B, T) batch whose next token t+1 is labelled in any row (the
+    head runs from there on); T - 1 for a pass without completion tokens (a differentiable zero)."""
+    labelled = (labels[:, 1:] != -100).any(dim=0).nonzero()      # positions t predicting t+1
+    return int(labelled[0]) if len(labelled) else labels.shape[1] - 1
+
+
 def completion_nll(model: Any, inputs: dict[str, Any], num_items: Any = None) -> Any:
     """Summed next-token NLL of the labelled (completion) tokens, divided by ``num_items`` (the
     labelled tokens of the whole accumulated batch; default: this pass's).
@@ -110,11 +117,7 @@ def completion_nll(model: Any, inputs: dict[str, Any], num_items: Any = None) ->
     import torch.nn.functional as F
 
     labels = inputs["labels"]                                   # (B, T); -100 on prompt and pad
-    labelled = (labels[:, 1:] != -100).any(dim=0).nonzero()      # positions t predicting t+1
-    if len(labelled) == 0:  # a pass without completion tokens: a differentiable zero
-        first = labels.shape[1] - 1
-    else:
-        first = int(labelled[0])
+    first = first_labelled_position(labels)
     keep = labels.shape[1] - first                               # logits of positions first..T-1
     model_inputs = {k: v for k, v in inputs.items() if k in ("input_ids", "attention_mask", "position_ids")}
     logits = model(**model_inputs, use_cache=False, logits_to_keep=keep).logits  # (B, keep, V)
