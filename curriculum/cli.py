@@ -77,7 +77,7 @@ def run(
                                   machine=machine, base=base, rounds=rounds, seed=seed, output_dir=output_dir,
                                   run_name=run_name)
         if choice is not None:
-            console.print(choice.explain(), markup=False, highlight=False, soft_wrap=True)
+            console.print(choice.explain(cfg), markup=False, highlight=False, soft_wrap=True)
         if dry_run:
             found = choice.machine if choice is not None else detect_machine(machine)
             console.print(describe_plan(cfg, accelerate_config, gpu, found), markup=False, highlight=False,

@@ -50,6 +50,8 @@ class Preset:
     testbed: str
     machine: MachineKind | Literal["any"]
     summary: str
+    """What the file is for, in words; the budget (rounds, tasks) is read from the file itself
+    when the choice is printed, so the two cannot drift apart."""
     trainer: str
     """The trainer the file is written for."""
     engineer: str | None = None
@@ -62,25 +64,25 @@ class Preset:
 
 PRESETS: tuple[Preset, ...] = (
     Preset("mapf_checkpoint_cpu_demo.yaml", "mapf_frozenlake", "cpu", trainer="grpo", engineer="checkpoint",
-           summary="embedded 135M model, 3 rounds of 8 tasks, 1 GRPO step, context V6"),
+           summary="embedded 135M model, GRPO, the policy as its engineer (context V6)"),
     Preset("mapf_qwen3_4b.yaml", "mapf_frozenlake", "gpu", trainer="grpo", engineer="checkpoint",
-           summary="the paper's method: Qwen3-4B, 4000 instances x 3 epochs, 3 rounds, context V6"),
+           summary="the paper's method: Qwen3-4B, 3 epochs per round, context V6"),
     Preset("mapf_simulated.yaml", "mapf_frozenlake", "any", trainer="simulated",
            summary="the simulated learner: engineer benchmarks in seconds (not a model)"),
     Preset("mapf_cpu_demo.yaml", "mapf_frozenlake", "cpu", trainer="grpo",
-           summary="embedded 135M model, 2 rounds of 64 tasks, 3 GRPO steps"),
+           summary="embedded 135M model, cached SFT warm start, then GRPO"),
     Preset("mapf_qwen3_4b_baseline.yaml", "mapf_frozenlake", "gpu", trainer="grpo",
-           summary="the paper's set-up: Qwen3-4B, 4000 instances x 3 epochs, 3 rounds"),
+           summary="the paper's set-up: Qwen3-4B, 3 epochs per round"),
     Preset("reasoning_gym_cpu_demo.yaml", "reasoning_gym", "cpu", trainer="grpo",
-           summary="embedded 135M model, 4 tasks x 3 levels, 2 rounds of 16 items, 2 GRPO steps"),
+           summary="embedded 135M model, GRPO on reasoning-gym tasks"),
     Preset("reasoning_gym_qwen3_4b.yaml", "reasoning_gym", "gpu", trainer="grpo",
-           summary="Qwen3-4B at the MAPF paper's budget: 16 tasks x 4 levels, 4000 items x 3 epochs, 3 rounds"),
+           summary="Qwen3-4B at the MAPF paper's budget, 3 epochs per round"),
     Preset("reasoning_gym_simulated.yaml", "reasoning_gym", "any", trainer="simulated",
-           summary="the simulated learner on 4 tasks x 4 levels: engineer benchmarks (not a model)"),
+           summary="the simulated learner: engineer benchmarks (not a model)"),
     Preset("spade_games_cpu_demo.yaml", "spade_pool", "cpu", trainer="selfplay",
-           summary="embedded 135M model, games, 2 rollout steps, 2 designs and 2 played envs per step"),
+           summary="embedded 135M model, games, structured designs, cached warm starts"),
     Preset("spade_games_qwen3_4b.yaml", "spade_pool", "gpu", trainer="selfplay",
-           summary="the paper's 4B games set-up: Qwen3-4B-Instruct-2507, 400 rollout steps"),
+           summary="the paper's 4B games set-up: Qwen3-4B-Instruct-2507"),
 )
 
 
@@ -138,7 +140,9 @@ class Choice:
     replaced: bool = False
     """The preset's file names another engineer, replaced by the one asked for."""
 
-    def explain(self) -> str:
+    def explain(self, config: RunConfig) -> str:
+        """The line printed before anything loads; ``config`` is the resolved run config (its
+        budget is quoted, not the preset's description)."""
         p, m = self.preset, self.machine
         other = "gpu" if m.kind == "cpu" else "cpu"
         if self.replaced:
@@ -146,7 +150,8 @@ class Choice:
         else:
             for_whom = f"the {self.engineer} engineer on {p.testbed}"
         kind = "any" if p.machine == "any" else f"a {m.kind.upper()}"
-        return (f"preset: configs/{p.file} — {for_whom} for {kind} machine ({p.summary})\n"
+        return (f"preset: configs/{p.file} — {for_whom} for {kind} machine ({p.summary}; "
+                f"{config.rounds} rounds of {config.tasks_per_round} tasks)\n"
                 f"  why: {m.reason}. Force the other with --machine {other}, or pass --config FILE.")
 
 

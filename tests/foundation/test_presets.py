@@ -6,7 +6,7 @@ import pytest
 from typer.testing import CliRunner
 
 from curriculum.cli import app
-from curriculum.presets import PRESETS, choose_preset, detect_machine
+from curriculum.presets import PRESETS, Choice, Machine, choose_preset, detect_machine
 
 runner = CliRunner()
 
@@ -92,3 +92,17 @@ def test_machine_detection(monkeypatch):
     assert detect_machine("cpu").kind == "cpu"  # the flag wins over the environment
     with pytest.raises(ValueError, match="cpu, gpu or auto"):
         detect_machine("tpu")
+
+
+def test_the_printed_preset_line_quotes_the_resolved_budget_not_a_description():
+    """The budget in the preset line comes from the resolved config (a hand-written summary had
+    drifted from its file), so a --rounds flag shows up in it too."""
+    from curriculum.config import load_config
+
+    for preset in PRESETS:
+        cfg = load_config(preset.path, [])
+        choice = Choice(preset, Machine("cpu", "test", 2), preset.engineer or "fixed")
+        assert f"{cfg.rounds} rounds of {cfg.tasks_per_round} tasks" in choice.explain(cfg), preset.file
+    code, out = _dry_run("--engineer", "spade", "--machine", "cpu", "--rounds", "7")
+    assert code == 0, out
+    assert "7 rounds of 64 tasks" in out.splitlines()[0]
