@@ -249,3 +249,20 @@ def test_distribution_plot_of_a_proposal_without_buckets(tmp_path):
 
     path = plot_distribution({"spade": np.zeros((2, 0))}, [], tmp_path / "training_distribution.png")
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_report_of_a_run_without_map_sizes_draws_no_empty_heatmap(tmp_path):
+    """A SPADE run's eval has no per-size or per-level rates: the per-size panel says so instead
+    of drawing an empty image (matplotlib warned about singular limits on every SPADE round)."""
+    import warnings
+
+    from curriculum.report import RunSummary, plot_run_metrics
+
+    metrics = [{"score": 0.1 * r, "reasoning_gym/mean": 0.1 * r} for r in range(3)]
+    summary = RunSummary(path=tmp_path / "spade-run", engineer="spade", seed=0, rounds_planned=3,
+                         scores=[m["score"] for m in metrics], metrics=metrics, data_ratio=[{}] * 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        path = plot_run_metrics(summary, tmp_path / "eval_metrics.png")
+    with Image.open(path) as img:  # half the figure is the note, so less ink than assert_real_png asks
+        assert img.size == PIXELS and len(np.unique(np.asarray(img.convert("L")))) > 20
