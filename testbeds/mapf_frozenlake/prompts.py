@@ -12,6 +12,12 @@ conflict rules, and ask for ``parse.py``'s canonical answer format ``Agent i: (r
   steps into a hole repeats a pair it was shown, rather than needing a row/column lookup in the
   drawing. (A drawing costs 2 tokens per cell, the list 5-6 per hole: fewer tokens at the 20% hole
   ratio of the CPU demo.)
+* ``coords``: ``compact``, but the drawing writes every walkable cell as its own ``(row,col)`` and
+  every hole as ``H``. The cells a plan may use then appear in the prompt in the answer's own
+  notation, and a hole's or an off-grid cell's coordinates appear nowhere, so copying a cell from
+  the map can only give a walkable one; a step right is the next cell of the drawing's line.
+  (Positive lookup, where ``holes`` asks the model to avoid what it was shown.) It costs ~5 tokens
+  per walkable cell instead of 1.
 
 Independently of the style, ``answer`` picks what the model writes: ``cells`` (the paper's
 plan, each agent's cell at every step) or ``moves`` (each agent's moves from its start,
@@ -30,7 +36,7 @@ from typing import Literal
 
 from testbeds.mapf_frozenlake.instance import Instance
 
-PromptStyle = Literal["paper", "compact", "holes"]
+PromptStyle = Literal["paper", "compact", "holes", "coords"]
 AnswerFormat = Literal["cells", "moves"]
 
 SYSTEM = ("You solve multi-agent path finding puzzles on frozen lakes. "
@@ -95,7 +101,18 @@ def _holes_user(inst: Instance, answer: AnswerFormat) -> str:
             f"{_compact_agents_and_rules(inst, answer)}")
 
 
-_USER = {"paper": _paper_user, "compact": _compact_user, "holes": _holes_user}
+def render_coords(inst: Instance) -> str:
+    """Rows of the drawing with each walkable cell written as ``(r,c)`` and each hole as ``H``."""
+    return "\n".join(" ".join("H" if (r, c) in inst.holes else f"({r},{c})" for c in range(inst.w))
+                     for r in range(inst.h))
+
+
+def _coords_user(inst: Instance, answer: AnswerFormat) -> str:
+    return (f"Grid {inst.h}x{inst.w}, H hole, each walkable cell as (row,col), (0,0) top-left:\n"
+            f"{render_coords(inst)}\n{_compact_agents_and_rules(inst, answer)}")
+
+
+_USER = {"paper": _paper_user, "compact": _compact_user, "holes": _holes_user, "coords": _coords_user}
 
 
 def render_user(inst: Instance, style: PromptStyle = "paper", answer: AnswerFormat = "cells") -> str:

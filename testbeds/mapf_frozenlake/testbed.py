@@ -51,7 +51,8 @@ class MAPFTestbedConfig(BaseModel):
     prompt_style: PromptStyle = "paper"
     """``paper``: the full-sentence prompt; ``compact``: the same instance information and rules
     in terse notation (~25-40% fewer prompt tokens); ``holes``: ``compact`` with the map given as
-    the list of hole cells instead of a drawing (``prompts.py``). Paper configs keep ``paper``."""
+    the list of hole cells instead of a drawing; ``coords``: ``compact`` with every walkable cell
+    of the drawing written as ``(row,col)`` (``prompts.py``). Paper configs keep ``paper``."""
     answer_format: AnswerFormat = "cells"
     """What the prompt asks for and the warm start's reference answers are written in:
     ``cells`` (the paper: each agent's cell at every step) or ``moves`` (``Agent 1: R D W``, each

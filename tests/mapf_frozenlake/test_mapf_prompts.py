@@ -25,6 +25,14 @@ def _facts(text: str, inst) -> dict:
     lines = text.splitlines()
     size = tuple(map(int, re.search(r"Grid (\d+)x(\d+)", text).groups()))
     grid = [ln.split() for ln in lines if re.fullmatch(r"[FH]( [FH])*", ln)]
+    coords = [ln.split() for ln in lines if re.fullmatch(r"(H|\(\d+,\d+\))( (H|\(\d+,\d+\)))*", ln)
+              and not ln.startswith("Agent")]
+    if coords:  # the coords drawing: every walkable cell names itself, at its own place
+        assert not grid
+        for r, row in enumerate(coords):
+            for c, cell in enumerate(row):
+                assert cell in ("H", f"({r},{c})"), (r, c, cell)
+        grid = [["H" if cell == "H" else "F" for cell in row] for row in coords]
     holes = {(r, c) for r, row in enumerate(grid) for c, cell in enumerate(row) if cell == "H"}
     listed = [ln for ln in lines if ln.startswith("Holes:")]
     if listed:
@@ -40,7 +48,7 @@ def _facts(text: str, inst) -> dict:
 
 
 @pytest.mark.parametrize("answer", ["cells", "moves"])
-@pytest.mark.parametrize("style", ["compact", "holes"])
+@pytest.mark.parametrize("style", ["compact", "holes", "coords"])
 @pytest.mark.parametrize("inst", _instances(), ids=lambda i: i.size)
 def test_every_style_carries_the_same_instance_as_the_paper_prompt(inst, style, answer):
     paper = "\n".join(m["content"] for m in render_prompt(inst, "paper"))
@@ -50,7 +58,19 @@ def test_every_style_carries_the_same_instance_as_the_paper_prompt(inst, style, 
     assert facts["size"] == (inst.h, inst.w)
     assert facts["holes"] == set(inst.holes)
     assert facts["agents"] == [(tuple(s), tuple(g)) for s, g in zip(inst.starts, inst.goals)]
-    assert len(short) < len(paper)
+    if style != "coords":  # coords spends ~5 tokens per walkable cell on purpose
+        assert len(short) < len(paper)
+
+
+def test_the_coords_map_names_only_walkable_cells():
+    """In the coords style a hole's and an off-grid cell's coordinates never appear in the map,
+    and every walkable cell does, once."""
+    for inst in _instances():
+        text = render_prompt(inst, "coords")[1]["content"]
+        drawing = text.split(":\n", 1)[1].split("\nAgent 1:", 1)[0]
+        shown = [tuple(map(int, c)) for c in _CELL.findall(drawing)]
+        walkable = {(r, c) for r in range(inst.h) for c in range(inst.w)} - set(inst.holes)
+        assert sorted(shown) == sorted(walkable)
 
 
 def test_a_map_without_holes_says_so():
@@ -61,13 +81,13 @@ def test_a_map_without_holes_says_so():
 
 def test_both_styles_state_every_rule_and_the_answer_format():
     inst = _instances(2)[0]
-    for style in ("paper", "compact", "holes"):
+    for style in ("paper", "compact", "holes", "coords"):
         text = " ".join(m["content"] for m in render_prompt(inst, style)).lower()
         for rule in ("up", "down", "left", "right", "wait", "hole", "grid", "swap", "goal", "agent 1: ("):
             assert rule in text, (style, rule)
 
 
-@pytest.mark.parametrize("style", ["paper", "compact", "holes"])
+@pytest.mark.parametrize("style", ["paper", "compact", "holes", "coords"])
 def test_the_moves_answer_format_is_asked_for_in_every_style(style):
     inst = _instances(2)[0]
     cells = " ".join(m["content"] for m in render_prompt(inst, style, "cells")).lower()
