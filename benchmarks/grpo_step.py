@@ -2,7 +2,9 @@
 
 For a run config (default ``configs/mapf_cpu_demo.yaml``) this times, with the real model:
 
-1. the machine's fp32 matmul rate (a 2048x2048 GEMM, best of 5) — the *floor* rate R;
+1. the machine's matmul rate (a 2048x2048 GEMM, best of 5) in the precision the run computes in
+   (fp32, or bf16 when ``trainer.bf16`` resolves to on: ``trainers/precision.py``) — the
+   *floor* rate R;
 2. ``--warmstart-steps`` supervised warm-start steps (TRL ``SFTTrainer``, the config's batch);
 3. ``--steps`` GRPO steps (TRL ``GRPOTrainer`` through our adapter), each split into
    generation (``model.generate`` inside TRL), forward (the loss' forward pass), backward,
@@ -38,12 +40,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 DEFAULT_CONFIG = Path(__file__).resolve().parents[1] / "configs" / "mapf_cpu_demo.yaml"
 
 
-def matmul_rate(threads: int, n: int = 2048, repeats: int = 5) -> float:
-    """Best-of-``repeats`` fp32 GEMM rate in FLOP/s with ``threads`` torch threads."""
+def matmul_rate(threads: int, n: int = 2048, repeats: int = 5, bf16: bool = False) -> float:
+    """Best-of-``repeats`` GEMM rate in FLOP/s with ``threads`` torch threads (fp32, or bf16)."""
     import torch
 
     torch.set_num_threads(threads)
-    a, b = torch.randn(n, n), torch.randn(n, n)
+    dtype = torch.bfloat16 if bf16 else torch.float32
+    a, b = torch.randn(n, n, dtype=dtype), torch.randn(n, n, dtype=dtype)
     a @ b  # warm-up
     best = float("inf")
     for _ in range(repeats):
@@ -171,11 +174,12 @@ def main() -> None:
 
     config = load_config(args.config, args.overrides)
     threads = config.trainer.torch_threads or os.cpu_count() or 1
-    rate = matmul_rate(threads)
-    print(f"config {args.config.name}; torch {torch.__version__}, {threads} thread(s); "
-          f"fp32 GEMM floor rate {rate / 1e9:.0f} GFLOP/s")
     testbed = build_testbed(config)
     trainer = build_trainer(config, testbed)
+    bf16 = trainer.bf16
+    rate = matmul_rate(threads, bf16=bf16)
+    print(f"config {args.config.name}; torch {torch.__version__}, {threads} thread(s); "
+          f"{'bf16' if bf16 else 'fp32'} GEMM floor rate {rate / 1e9:.0f} GFLOP/s")
     trainer.setup(None)
     params = sum(p.numel() for p in trainer.model.parameters())
     head = trainer.model.get_output_embeddings().weight.numel()
@@ -189,10 +193,10 @@ def main() -> None:
         tasks = testbed.warmstart_tasks(ws.batch_size * (args.warmstart_steps + 1), ws.seed)
         # The config's batching (passes, length grouping), schedule and cut, as the run uses them.
         warm_start(trainer.model, trainer.tokenizer, testbed, tasks, ws.model_copy(update={"steps": 1}),
-                   bf16=config.trainer.bf16)  # warm-up
+                   bf16=bf16)  # warm-up
         timers.seconds.clear(), timers.count.clear()
         warm_start(trainer.model, trainer.tokenizer, testbed, tasks,
-                   ws.model_copy(update={"steps": args.warmstart_steps}), bf16=config.trainer.bf16)
+                   ws.model_copy(update={"steps": args.warmstart_steps}), bf16=bf16)
         passes = ws.micro_batch_size or ws.batch_size
         report(f"warm-start SFT step (batch {ws.batch_size} in passes of {passes})",
                timers, args.warmstart_steps, params, rate, head)

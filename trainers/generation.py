@@ -9,6 +9,7 @@ completion per task, in order, with token counts from the policy's own tokenizer
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
@@ -62,14 +63,16 @@ ProgressFn = Callable[[int], None]
 
 
 class TransformersPolicy:
-    """Batched generation with a transformers causal LM."""
+    """Batched generation with a transformers causal LM; ``bf16``: under bf16 autocast (the
+    trainer's mixed precision, ``trainers/precision.py``), weights stay as they are."""
 
     def __init__(self, model: Any, tokenizer: Any, config: GenerationConfig,
-                 progress: ProgressFn | None = None) -> None:
+                 progress: ProgressFn | None = None, *, bf16: bool = False) -> None:
         self.model = model
         self.tokenizer = tokenizer
         self.config = config
         self.progress = progress
+        self.bf16 = bf16
 
     def generate(self, tasks: Sequence[Task], *, max_new_tokens: int | None = None,
                  temperature: float | None = None, seed: int = 0) -> list[Completion]:
@@ -92,7 +95,9 @@ class TransformersPolicy:
                                        padding=True, add_special_tokens=False)
                 batch = {k: v.to(self.model.device) for k, v in batch.items()}
                 torch.manual_seed(seed + start)
-                with torch.no_grad():
+                precision = (torch.autocast(self.model.device.type, dtype=torch.bfloat16) if self.bf16
+                             else contextlib.nullcontext())
+                with torch.no_grad(), precision:
                     generated = self.model.generate(
                         **batch, max_new_tokens=max_new, do_sample=temp > 0,
                         temperature=temp if temp > 0 else None,

@@ -38,6 +38,7 @@ from trainers.base import LogFn, Trainer
 from trainers.bucket_stats import bucket_metrics
 from trainers.generation import TransformersPolicy, VLLMPolicy, VLLMServerPolicy, choose_backend
 from trainers.models import load_model, resolve_model_path
+from trainers.precision import resolve_bf16
 from trainers.warmstart import WarmStartConfig
 
 
@@ -76,8 +77,11 @@ class GRPOConfig(PluginConfig):
     """Carry AdamW moments from round to round (and through resume)."""
     gradient_checkpointing: bool = False
     """Trade compute for memory on large models."""
-    bf16: bool = False
-    """Train in bfloat16 mixed precision (GPUs)."""
+    bf16: bool | Literal["auto"] = False
+    """bfloat16 mixed precision (fp32 master weights and AdamW state, bf16 matmuls under
+    autocast) for the warm start, GRPO and this trainer's generation. ``auto``: on where the
+    device multiplies bf16 natively (a bf16 GPU; a CPU with AVX512-BF16 or AMX), off elsewhere,
+    where bf16 GEMMs are ~15x slower than fp32 (``trainers/precision.py``)."""
     use_vllm: bool | Literal["auto"] = "auto"
     """Generate rollouts with vLLM: ``auto`` when installed and a GPU is present."""
     vllm_mode: Literal["colocate", "server"] = "colocate"
@@ -136,6 +140,11 @@ class GRPOTrainerAdapter(Trainer):
         self._warm_metrics: dict[str, float] = {}
         self.start_path = resolve_model_path(run_config.model.name_or_path)
 
+    @property
+    def bf16(self) -> bool:
+        """``trainer.bf16`` decided for this machine (``trainers/precision.py``)."""
+        return resolve_bf16(self.config.bf16, "cuda" if _cuda() else "cpu")
+
     # -- lifecycle --------------------------------------------------------------------------------
     def setup(self, checkpoint: Path | None) -> None:
         import torch
@@ -182,7 +191,7 @@ class GRPOTrainerAdapter(Trainer):
         n = settings.examples or settings.steps * settings.batch_size
         supplied = self.warmstart_examples(n, settings.seed) + (examples(n, settings.seed) if examples else [])
         path, metrics = cached_warm_start(self.model, self.tokenizer, self.testbed, settings, examples=supplied,
-                                          weights_digest=self.weights_digest(), bf16=self.config.bf16,
+                                          weights_digest=self.weights_digest(), bf16=self.bf16,
                                           gradient_checkpointing=self.config.gradient_checkpointing,
                                           progress=progress)
         if path is not None:
@@ -261,7 +270,7 @@ class GRPOTrainerAdapter(Trainer):
             # Explicit: TRL's configs default gradient checkpointing to True, which recomputes
             # every forward in the backward pass (+1/3 compute) even where memory is plentiful.
             gradient_checkpointing=cfg.gradient_checkpointing,
-            bf16=cfg.bf16,
+            bf16=self.bf16,
             use_cpu=not _cuda(),
             use_vllm=self._use_vllm(),
             vllm_mode=cfg.vllm_mode,
@@ -374,12 +383,12 @@ class GRPOTrainerAdapter(Trainer):
                 return VLLMServerPolicy(engine.vllm_client, self.tokenizer, gen)
         if choose_backend(gen) == "vllm":
             return VLLMPolicy(gen, model_path=self._export_for_vllm())
-        return TransformersPolicy(self.model, self.tokenizer, gen)
+        return TransformersPolicy(self.model, self.tokenizer, gen, bf16=self.bf16)
 
     def base_policy(self) -> Policy:
         if self._base_policy is None:
             model, tokenizer = load_model(self.run_config.model)
-            self._base_policy = TransformersPolicy(model, tokenizer, self.run_config.generation)
+            self._base_policy = TransformersPolicy(model, tokenizer, self.run_config.generation, bf16=self.bf16)
         return self._base_policy
 
     def close(self) -> None:

@@ -1,0 +1,64 @@
+"""bf16 mixed precision: ``auto`` asks the machine, and generation runs under autocast when on."""
+
+from __future__ import annotations
+
+import pytest
+
+from trainers import precision
+from trainers.models import ModelConfig, load_model
+
+
+def test_cpu_flags_are_read_from_cpuinfo(tmp_path):
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor\t: 0\nflags\t\t: fpu sse avx2 avx512f avx512_bf16\nbugs\t\t: none\n")
+    assert {"avx2", "avx512_bf16"} <= precision.cpu_flags(info)
+    assert precision.cpu_flags(tmp_path / "missing") == set()
+
+
+@pytest.mark.parametrize(("flags", "native"), [({"avx2", "fma"}, False), ({"avx512f"}, False),
+                                               ({"avx512f", "avx512_bf16"}, True), ({"amx_bf16"}, True)])
+def test_auto_is_on_only_where_the_cpu_multiplies_bf16_natively(monkeypatch, flags, native):
+    monkeypatch.setattr(precision, "cpu_flags", lambda: flags)
+    precision.native_bf16.cache_clear()
+    try:
+        assert precision.resolve_bf16("auto", "cpu") is native
+        assert precision.resolve_bf16(True, "cpu") is True and precision.resolve_bf16(False, "cpu") is False
+    finally:
+        precision.native_bf16.cache_clear()
+
+
+@pytest.mark.parametrize("bf16", [False, True])
+def test_generation_runs_under_bf16_autocast_when_asked(tiny_model_dir, bf16):
+    import torch
+
+    from curriculum.core.types import Task
+    from trainers.generation import GenerationConfig, TransformersPolicy
+
+    model, tokenizer = load_model(ModelConfig(name_or_path=str(tiny_model_dir)))
+    seen: list[tuple[bool, torch.dtype]] = []
+    forward = model.forward
+
+    def spy(*args, **kwargs):
+        out = forward(*args, **kwargs)
+        seen.append((torch.is_autocast_enabled("cpu"), out.logits.dtype))
+        return out
+
+    model.forward = spy
+    policy = TransformersPolicy(model, tokenizer, GenerationConfig(max_new_tokens=3), bf16=bf16)
+    tasks = [Task(id=str(i), messages=[{"role": "user", "content": f"count to {i}"}]) for i in range(2)]
+    out = policy.generate(tasks)
+    assert len(out) == 2 and seen
+    assert all(enabled is bf16 for enabled, _ in seen)
+    assert all((dtype == torch.bfloat16) is bf16 for _, dtype in seen)
+    assert next(model.parameters()).dtype == torch.float32      # the weights are not cast
+    assert not torch.is_autocast_enabled("cpu")                 # and nothing leaks out of the call
+
+
+def test_the_grpo_trainer_config_takes_auto(tiny_model_dir):
+    from curriculum.config import load_config
+
+    cfg = load_config(None, ["trainer.name=grpo", "trainer.bf16=auto", f"model.name_or_path={tiny_model_dir}",
+                             "testbed.name=mapf_frozenlake"])
+    assert cfg.trainer.bf16 == "auto"
+    with pytest.raises(Exception, match="bf16"):
+        load_config(None, ["trainer.name=grpo", "trainer.bf16=sometimes", "testbed.name=mapf_frozenlake"])

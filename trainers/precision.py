@@ -1,0 +1,50 @@
+"""Whether to run bfloat16 mixed precision: fp32 master weights and optimizer state, matmuls in
+bf16 under ``torch.autocast``.
+
+bf16 pays only where the hardware multiplies bf16 natively: a CUDA GPU with bf16 support, or an
+x86 CPU with AVX512-BF16 or AMX (``vdpbf16ps`` / tile instructions, which oneDNN uses). There a
+bf16 GEMM runs at 2-3x the fp32 rate. On a CPU without them (plain AVX2, or AVX512 without the
+BF16 extension) oneDNN emulates bf16 or torch falls back to its reference kernel, which measured
+~15x *slower* than fp32 (docs/results.md, section 1). ``auto`` therefore asks the machine.
+
+Measured on the 2-core dev machine (AVX512-BF16; docs/results.md, section 2e): a real warm-start
+SFT step 24.0 -> 13.6 s, and greedy decoding of 36 rows x 64 tokens 48.5 -> 28.0 s, one thread
+each.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Literal
+
+BF16Setting = bool | Literal["auto"]
+
+_NATIVE_CPU_FLAGS = ("avx512_bf16", "amx_bf16")
+
+
+def cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> set[str]:
+    """The CPU feature flags the kernel reports (empty where there is no /proc/cpuinfo)."""
+    try:
+        for line in cpuinfo.read_text().splitlines():
+            if line.startswith("flags"):
+                return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+@functools.cache
+def native_bf16(device: str = "cpu") -> bool:
+    """Whether ``device`` (``cpu`` or ``cuda``) multiplies bf16 natively (module docstring)."""
+    import torch
+
+    if device == "cuda":
+        return torch.cuda.is_available() and torch.cuda.is_bf16_supported()
+    return bool(_NATIVE_CPU_FLAGS[0] in cpu_flags() or _NATIVE_CPU_FLAGS[1] in cpu_flags()) \
+        and torch.backends.mkldnn.is_available()
+
+
+def resolve_bf16(setting: BF16Setting, device: str) -> bool:
+    """``trainer.bf16`` as a decision: ``auto`` is ``native_bf16(device)``."""
+    return native_bf16(device) if setting == "auto" else bool(setting)
