@@ -160,3 +160,18 @@ def test_the_loop_closes_the_testbed_also_when_a_round_fails(tmp_path, monkeypat
     with pytest.raises(RuntimeError, match="eval failed"):
         run(load_config(None, [*sets, "run_name=broken"]))
     assert len(closed) == 2
+
+
+def test_a_bf16_round_trains_and_keeps_fp32_weights(tiny_model_dir, tmp_path):
+    """trainer.bf16=true (autocast) runs the warm start, GRPO and the eval end to end on a CPU,
+    whatever the CPU (without native bf16 it is only slow), and saves fp32 weights."""
+    import torch
+    from safetensors.torch import load_file
+
+    config = load_config(None, tiny_overrides(tiny_model_dir, tmp_path, rounds=1, **{
+        "trainer.bf16": "true", "trainer.warmstart.steps": 1, "trainer.warmstart.batch_size": 2,
+        "trainer.warmstart.cache": "false"}))
+    result = run(config)
+    assert result.history[0].train_metrics["train/steps"] == 2
+    weights = load_file(next((RunDir.open(result.run_dir).path).rglob("model.safetensors")))
+    assert {t.dtype for t in weights.values()} == {torch.float32}
