@@ -38,7 +38,7 @@ from trainers.base import LogFn, Trainer
 from trainers.bucket_stats import bucket_metrics
 from trainers.generation import TransformersPolicy, VLLMPolicy, VLLMServerPolicy, choose_backend
 from trainers.models import load_model, resolve_model_path
-from trainers.precision import resolve_bf16
+from trainers.precision import BF16Setting, resolve_bf16
 from trainers.warmstart import WarmStartConfig
 
 
@@ -77,7 +77,7 @@ class GRPOConfig(PluginConfig):
     """Carry AdamW moments from round to round (and through resume)."""
     gradient_checkpointing: bool = False
     """Trade compute for memory on large models."""
-    bf16: bool | Literal["auto"] = False
+    bf16: BF16Setting = False
     """bfloat16 mixed precision (fp32 master weights and AdamW state, bf16 matmuls under
     autocast) for the warm start, GRPO and this trainer's generation. ``auto``: on where the
     device multiplies bf16 natively (a bf16 GPU; a CPU with AVX512-BF16 or AMX), off elsewhere,

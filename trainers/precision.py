@@ -20,7 +20,7 @@ from typing import Literal
 
 BF16Setting = bool | Literal["auto"]
 
-_NATIVE_CPU_FLAGS = ("avx512_bf16", "amx_bf16")
+_NATIVE_CPU_FLAGS = frozenset({"avx512_bf16", "amx_bf16"})
 
 
 def cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> set[str]:
@@ -41,8 +41,7 @@ def native_bf16(device: str = "cpu") -> bool:
 
     if device == "cuda":
         return torch.cuda.is_available() and torch.cuda.is_bf16_supported()
-    return bool(_NATIVE_CPU_FLAGS[0] in cpu_flags() or _NATIVE_CPU_FLAGS[1] in cpu_flags()) \
-        and torch.backends.mkldnn.is_available()
+    return bool(_NATIVE_CPU_FLAGS & cpu_flags()) and torch.backends.mkldnn.is_available()
 
 
 def resolve_bf16(setting: BF16Setting, device: str) -> bool:
