@@ -14,7 +14,10 @@ FLOPs use the 6·N·T rule for a training forward+backward over T processed toke
 included, because it is computed) with N the parameter count, except for the LM head (the tied
 49k x 576 embedding, a fifth of the 135M model), which both trainers run only on the completion
 positions (``trainers/warmstart.completion_nll``, ``trainers/grpo.completion_positions_only``):
-6·(N − N_head)·T + 6·N_head·T_head, and 2·N per generated token for
+6·(N − N_head)·T + 6·N_head·T_head. With ``model.trainable_layers`` the backward pass covers the
+trainable layers only, input and weight gradients (4·N_train·T), plus the input gradient of the
+frozen head (2·N_head·T_head); the forward stays 2·(N − N_head)·T + 2·N_head·T_head. Decoding is
+2·N per generated token for
 decoding (with the prompt's prefill at 2·N per prompt token). The floor of a phase is its FLOPs / R;
 ``ratio`` = measured / floor (1.0 = as fast as the GEMM benchmark). Decoding is bound by memory
 bandwidth and per-token overhead at small batch, not FLOPs, so its ratio is far above 1 by nature.
@@ -127,18 +130,31 @@ def instrument(timers: Timers) -> None:
     timers.wrap(SFTTrainer, "training_step", "step")
 
 
-def report(title: str, timers: Timers, steps: int, params: int, rate: float, head: int) -> None:
+def trained_sizes(model: Any) -> tuple[int, int, int, bool]:
+    """(all parameters, LM head, trainable parameters outside the head, whether the head trains)."""
+    head = model.get_output_embeddings().weight
+    params = sum(p.numel() for p in model.parameters())
+    body = sum(p.numel() for p in model.parameters() if p.requires_grad and p is not head)
+    return params, head.numel(), body, head.requires_grad
+
+
+def report(title: str, timers: Timers, steps: int, sizes: tuple[int, int, int, bool], rate: float) -> None:
     s, c = timers.seconds, timers.count
+    params, head, body, head_trains = sizes
     total = s["step"] + s["optimizer"]  # training_step holds generation, forward and backward
     other = total - s["generation"] - s["forward"] - s["backward"] - s["optimizer"]
-    train_flops = 6 * (params - head) * c["train_tokens"] + 6 * head * c["head_tokens"]
+    forward_flops = 2 * (params - head) * c["train_tokens"] + 2 * head * c["head_tokens"]
+    # Input and weight gradients of the trainable layers; the head's input gradient always, its
+    # weight gradient when it trains (frozen layers below the lowest trainable one: nothing).
+    backward_flops = 4 * body * c["train_tokens"] + (4 if head_trains else 2) * head * c["head_tokens"]
+    train_flops = forward_flops + backward_flops
     gen_flops = 2 * params * (c["prompt_tokens"] + c["generated_slots"])
     print(f"\n== {title}: {steps} step(s), per step ==")
     print(f"{'phase':<12}{'seconds':>9}{'share':>8}{'GFLOP':>10}{'floor s':>9}{'ratio':>8}")
     rows = [("generation", s["generation"], gen_flops),
             ("fwd+bwd", s["forward"] + s["backward"], train_flops),
-            ("  forward", s["forward"], train_flops / 3),
-            ("  backward", s["backward"], 2 * train_flops / 3),
+            ("  forward", s["forward"], forward_flops),
+            ("  backward", s["backward"], backward_flops),
             ("optimizer", s["optimizer"], None),
             ("other", other, None),
             ("total", total, train_flops + gen_flops)]
@@ -161,7 +177,7 @@ def report(title: str, timers: Timers, steps: int, params: int, rate: float, hea
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--config", type=Path, default=DEFAULT_CONFIG)
-    parser.add_argument("--steps", type=int, default=3, help="GRPO steps to time (after 1 warm-up)")
+    parser.add_argument("--steps", type=int, default=3, help="GRPO steps to time (after 1 warm-up; 0: skip)")
     parser.add_argument("--warmstart-steps", type=int, default=3, help="SFT steps to time (0: skip)")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     args = parser.parse_args()
@@ -181,9 +197,9 @@ def main() -> None:
     print(f"config {args.config.name}; torch {torch.__version__}, {threads} thread(s); "
           f"{'bf16' if bf16 else 'fp32'} GEMM floor rate {rate / 1e9:.0f} GFLOP/s")
     trainer.setup(None)
-    params = sum(p.numel() for p in trainer.model.parameters())
-    head = trainer.model.get_output_embeddings().weight.numel()
-    print(f"model {config.model.name_or_path}: {params / 1e6:.1f} M parameters, "
+    sizes = trained_sizes(trainer.model)
+    print(f"model {config.model.name_or_path}: {sizes[0] / 1e6:.1f} M parameters "
+          f"({sizes[2] / 1e6:.1f} M trained outside the LM head{', head trained' if sizes[3] else ''}), "
           f"dtype {next(trainer.model.parameters()).dtype}")
     timers = Timers()
     instrument(timers)
@@ -199,9 +215,12 @@ def main() -> None:
                    ws.model_copy(update={"steps": args.warmstart_steps}), bf16=bf16)
         passes = ws.micro_batch_size or ws.batch_size
         report(f"warm-start SFT step (batch {ws.batch_size} in passes of {passes})",
-               timers, args.warmstart_steps, params, rate, head)
+               timers, args.warmstart_steps, sizes, rate)
 
     cfg = config.trainer
+    if not args.steps:
+        trainer.close()
+        return
     tasks = testbed.sample(testbed.initial_proposal(__import__("numpy").random.default_rng(0)),
                            cfg.prompts_per_step * (args.steps + 1), seed=0)
     trainer.config = cfg.model_copy(update={"max_steps_per_round": 1})
@@ -210,7 +229,7 @@ def main() -> None:
     trainer.config = cfg.model_copy(update={"max_steps_per_round": args.steps})
     trainer.train_round(tasks[cfg.prompts_per_step:], round_index=1, seed=1)
     report(f"GRPO step ({cfg.prompts_per_step} prompts x {cfg.num_generations} samples, "
-           f"<= {cfg.max_completion_length} new tokens)", timers, args.steps, params, rate, head)
+           f"<= {cfg.max_completion_length} new tokens)", timers, args.steps, sizes, rate)
     trainer.close()
 
 

@@ -15,7 +15,7 @@ import shutil
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from curriculum.core.paths import cache_dir
 
@@ -51,8 +51,19 @@ class ModelConfig(BaseModel):
     """Parameter dtype. float32 is the safe choice on CPU; bfloat16 on GPUs."""
     lora: LoraSettings | None = None
     """Train LoRA adapters instead of all weights (``None``: full fine-tuning)."""
+    trainable_layers: int | None = Field(None, ge=1)
+    """Train only the top k decoder layers and the final norm (``None``: every weight). The
+    embedding, the LM head when it is tied to the embedding (SmolLM2), and the lower layers are
+    frozen, so the backward pass stops at the lowest trainable layer: per token a forward of
+    2·N plus a backward of 4·N_top FLOPs instead of 6·N (``freeze_lower_layers``)."""
     trust_remote_code: bool = False
     """Passed to transformers when loading custom architectures."""
+
+    @model_validator(mode="after")
+    def _one_way_to_train_part(self) -> ModelConfig:
+        if self.lora is not None and self.trainable_layers is not None:
+            raise ValueError("model.lora and model.trainable_layers both choose what trains; set one of them")
+        return self
 
 
 def embedded_gguf_path() -> Path:
@@ -127,4 +138,28 @@ def load_model(config: ModelConfig, path: str | None = None):
     model = AutoModelForCausalLM.from_pretrained(
         source, dtype=_torch_dtype(config.dtype), trust_remote_code=config.trust_remote_code
     )
+    if config.trainable_layers is not None:
+        freeze_lower_layers(model, config.trainable_layers)
     return model, load_tokenizer(source)
+
+
+def freeze_lower_layers(model, k: int) -> None:
+    """Leave ``requires_grad`` on the top ``k`` decoder layers, the final norm and an untied LM
+    head only. Frozen parameters get no gradient and no optimizer state, and autograd records
+    nothing below the lowest trainable layer, so the backward pass ends there."""
+    decoder = model.get_decoder()
+    layers = getattr(decoder, "layers", None)
+    if layers is None:
+        raise ValueError(f"model.trainable_layers: {type(model).__name__} has no decoder `layers` list")
+    if k > len(layers):
+        raise ValueError(f"model.trainable_layers={k}, but the model has only {len(layers)} decoder layers")
+    for param in model.parameters():
+        param.requires_grad_(False)
+    on_top = list(layers[len(layers) - k:]) + [getattr(decoder, "norm", None)]
+    head = model.get_output_embeddings()
+    if head is not None and head.weight is not model.get_input_embeddings().weight:
+        on_top.append(head)  # an untied head sits above every layer
+    for module in on_top:
+        if module is not None:
+            for param in module.parameters():
+                param.requires_grad_(True)

@@ -216,8 +216,9 @@ def warm_start(model: Any, tokenizer: Any, testbed: Testbed, tasks: Sequence[Tas
 
 
 def cache_key(weights_digest: str, examples: list[dict[str, Any]], config: WarmStartConfig,
-              bf16: bool) -> str:
-    """Hash of everything that determines the warm-started weights."""
+              bf16: bool, frozen: Sequence[str] = ()) -> str:
+    """Hash of everything that determines the warm-started weights (``frozen``: the names of
+    the parameters that do not train, ``model.trainable_layers``)."""
     import torch
     import transformers
     import trl
@@ -234,6 +235,7 @@ def cache_key(weights_digest: str, examples: list[dict[str, Any]], config: WarmS
         # example reaches it, ~330 tokens at most; SPADE's design examples do).
         **({"max_length": config.max_length} if config.max_length is not None else {}),
         **({"lr_schedule": config.lr_schedule} if config.lr_schedule != "constant" else {}),
+        **({"frozen": sorted(frozen)} if frozen else {}),
         # The loss's LM head runs on labelled positions only (``completion_nll``); entries made with
         # TRL's fused head over every position differ in float rounding, so they are not reused.
         "head": "labelled-positions",
@@ -270,7 +272,8 @@ def cached_warm_start(model: Any, tokenizer: Any, testbed: Testbed, config: Warm
 
     if not config.cache:
         return None, train()
-    target = warmstart_dir(cache_key(weights_digest, examples, config, bf16))
+    frozen = [name for name, param in model.named_parameters() if not param.requires_grad]
+    target = warmstart_dir(cache_key(weights_digest, examples, config, bf16, frozen))
     target.parent.mkdir(parents=True, exist_ok=True)
     with open(target.with_suffix(".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # a concurrent run with the same key waits for this one
