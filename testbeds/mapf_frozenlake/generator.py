@@ -83,6 +83,28 @@ class GenerationResult:
         return {s: r.to_dict() for s, r in self.report.items()}
 
 
+def merge_reports(reports: list[dict[str, SizeReport]]) -> dict[str, SizeReport]:
+    """One per-size report over several generations (e.g. one per agent count): counts add up,
+    achieved ratios are weighted by the instances each generation produced."""
+    merged: dict[str, SizeReport] = {}
+    for report in reports:
+        for size, r in report.items():
+            m = merged.get(size)
+            if m is None:
+                merged[size] = SizeReport(**{**r.to_dict(), "warnings": list(r.warnings)})
+                continue
+            n = m.n + r.n
+            mean = (lambda a, b: (a * m.n + b * r.n) / n if n else a)  # noqa: E731
+            merged[size] = SizeReport(
+                n_requested=m.n_requested + r.n_requested, n=n,
+                hole_ratio_requested=m.hole_ratio_requested,
+                hole_ratio_achieved=mean(m.hole_ratio_achieved, r.hole_ratio_achieved),
+                wait_ratio_requested=m.wait_ratio_requested,
+                wait_ratio_achieved=mean(m.wait_ratio_achieved, r.wait_ratio_achieved),
+                warnings=m.warnings + r.warnings)
+    return merged
+
+
 def largest_remainder(shares: list[float], n: int) -> list[int]:
     """Integer counts summing to ``n`` proportional to ``shares`` (ties: earlier entry first)."""
     total = sum(shares)

@@ -14,7 +14,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -24,12 +24,15 @@ from curriculum.core.types import Change, Completion, EvalReport, Policy, Task
 from testbeds.base import Testbed
 from testbeds.mapf_frozenlake.config import SIZES, SPACE, GeneratorConfig, SizeParams, random_config
 from testbeds.mapf_frozenlake.config import project as project_config
-from testbeds.mapf_frozenlake.generator import generate
+from testbeds.mapf_frozenlake.generator import GenerationResult, generate, largest_remainder, merge_reports
 from testbeds.mapf_frozenlake.instance import Instance
 from testbeds.mapf_frozenlake.prompts import AnswerFormat, PromptStyle, render_prompt
 from testbeds.mapf_frozenlake.reward import AdaptiveReward, accuracy, length_reward
 from testbeds.mapf_frozenlake.suites import bucket_scores, build_suite, flat_metrics, summarize
 from testbeds.mapf_frozenlake.validate import validate
+
+
+AgentCount = Annotated[int, Field(ge=1, le=8)]
 
 
 class MAPFTestbedConfig(BaseModel):
@@ -39,8 +42,9 @@ class MAPFTestbedConfig(BaseModel):
 
     name: Literal["mapf_frozenlake"] = "mapf_frozenlake"
     """Registry name."""
-    train_agents: int = Field(2, ge=1, le=8)
-    """Agents per training instance (the paper trains on 2)."""
+    train_agents: AgentCount | Annotated[list[AgentCount], Field(min_length=1)] = 2
+    """Agents per training instance (the paper trains on 2), or a list of agent counts that
+    share every round's instances equally (each count gets the proposal's size mix)."""
     eval_agents: list[int] = Field(default_factory=lambda: [3, 4, 5])
     """Agent counts of the eval suites (the paper evaluates 3, 4 and 5)."""
     eval_instances_per_size: int = Field(10, ge=1)
@@ -134,10 +138,20 @@ class MAPFTestbed(Testbed):
         """The raw ``GenerationResult`` behind ``sample`` (with the per-size report)."""
         if not isinstance(proposal, GeneratorConfig):
             proposal = GeneratorConfig.model_validate(proposal.model_dump())
-        return generate(proposal, n, agents=self.config.train_agents, seed=seed,
-                        workers=self.config.workers,
-                        time_budget_s=self.config.solver_time_budget_s,
-                        node_budget=self.config.solver_node_budget)
+        agents = self.config.train_agents
+        counts = [agents] if isinstance(agents, int) else agents
+        parts = [generate(proposal, share, agents=k, seed=seed, workers=self.config.workers,
+                          time_budget_s=self.config.solver_time_budget_s,
+                          node_budget=self.config.solver_node_budget)
+                 for k, share in zip(counts, largest_remainder([1.0] * len(counts), n)) if share]
+        if len(parts) == 1:
+            return parts[0]
+        # Interleave agent counts (seeded) so every GRPO step sees each of them.
+        instances = [inst for part in parts for inst in part.instances]
+        order = np.random.default_rng([seed, 0x7A61]).permutation(len(instances))
+        return GenerationResult(instances=[instances[i] for i in order],
+                                report=merge_reports([part.report for part in parts]),
+                                elapsed_s=sum(part.elapsed_s for part in parts))
 
     def sample(self, proposal: BaseModel, n: int, seed: int) -> list[Task]:
         res = self.generate(proposal, n, seed)  # type: ignore[arg-type]
