@@ -166,7 +166,7 @@ class MAPFTestbed(Testbed):
             s: SizeParams(data_ratio=share if s in self.config.warmstart_sizes else 0.0,
                           hole_ratio=0.2, wait_ratio=0.0) for s in SIZES})
         agents = self.config.warmstart_agents
-        counts = [n // len(agents) + (i < n % len(agents)) for i in range(len(agents))]
+        counts = largest_remainder([1.0] * len(agents), n)  # equal shares, as ``generate``
         tasks: list[Task] = []
         for k, count in zip(agents, counts):
             res = generate(proposal, count, agents=k, seed=seed, workers=self.config.workers,
