@@ -89,20 +89,53 @@ def run(
     console.print(f"[bold green]done[/]: {len(result.history)} round(s) in {result.run_dir}")
 
 
-@app.command(name="eval", epilog="Example: curriculum eval runs/random-mapf_frozenlake-seed0-20261130-120000")
+@app.command(name="eval", epilog="Examples: curriculum eval runs/my-run   |   curriculum eval runs/my-run --start "
+                                 "--set testbed.eval_instances_per_size=12 --out start.json   |   "
+                                 "curriculum eval runs/my-run --set testbed.eval_instances_per_size=12 --against start.json")
 def eval_(
     run_dir: Annotated[Path, typer.Argument(help="A run directory.")],
     round_index: Annotated[Optional[int], typer.Option("--round", help="Round to evaluate (default: last).")] = None,
+    start: Annotated[bool, typer.Option(
+        "--start", help="Evaluate the run's starting model instead (warm-started if the run has a warm start).")] = False,
+    set_: Annotated[list[str], typer.Option(
+        "--set", help="Change the saved config for this eval only, e.g. testbed.eval_instances_per_size=12.")] = [],
+    out: Annotated[Optional[Path], typer.Option(help="Write the eval report (with per-task results) as JSON.")] = None,
+    against: Annotated[Optional[Path], typer.Option(
+        help="Another eval's JSON (--out, or a run dir's *_eval.json / rounds/*/eval.json): compare task by task.")] = None,
 ) -> None:
-    """Evaluate a run's checkpoint and print the per-size valid/optimal table."""
+    """Evaluate a run's checkpoint and print the per-size valid/optimal table; optionally on a
+    larger suite, and paired task by task against another eval."""
     from curriculum.console import RichReporter, eval_table
+    from curriculum.core.types import EvalReport
     from curriculum.loop import evaluate_run
+    from curriculum.rundir import read_json, write_json
+    from curriculum.stats import paired_tasks
 
+    if start and round_index is not None:
+        _fail("--start and --round exclude each other")
     try:
-        report = evaluate_run(run_dir, round_index=round_index, reporter=RichReporter(console))
+        other = EvalReport.model_validate(read_json(against)) if against is not None else None
+    except (OSError, ValueError) as err:
+        _fail(f"--against {against}: not an eval report ({type(err).__name__}: {err})")
+    if other is not None and not other.task_scores:
+        _fail(f"--against {against}: the report has no per-task results (written before they were "
+              "recorded); evaluate that checkpoint again with --out")
+    try:
+        report = evaluate_run(run_dir, round_index=round_index, start=start, overrides=set_,
+                              reporter=RichReporter(console))
     except (ConfigError, FileNotFoundError) as err:
         _fail(str(err))
-    console.print(eval_table(report, title=f"eval of {run_dir}"))
+    what = "starting model" if start else f"round {round_index}" if round_index is not None else "last round"
+    console.print(eval_table(report, title=f"eval of {run_dir} ({what})"))
+    if out is not None:
+        write_json(out, report.model_dump(mode="json"))
+        console.print(f"wrote {out}")
+    if other is not None:
+        try:
+            console.print(f"this eval − {against}: {paired_tasks(report.task_scores, other.task_scores).line()}",
+                          markup=False, highlight=False, soft_wrap=True)
+        except ValueError as err:
+            _fail(f"--against {against}: {err}")
 
 
 @app.command(name="list", epilog="Example: curriculum list")

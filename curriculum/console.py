@@ -1,11 +1,14 @@
 """Everything the user sees while a run goes: rich progress bars and per-round summary tables.
 
 The loop talks to a ``Reporter``; ``QuietReporter`` is used by tests and by ``compare``'s
-parallel workers.
+parallel workers. On a terminal each stage is a live rich bar; when output goes to a file or a
+pipe (``make demo > log``, a batch job's log, CI) a live bar would print only when its stage ends,
+so a 20-minute warm start would show nothing: there each stage prints plain progress lines instead.
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import typer
@@ -44,14 +47,50 @@ class QuietReporter:
     def baseline(self, report: EvalReport) -> None: ...
 
 
-class RichReporter(QuietReporter):
-    """Progress bars for sampling, training, eval and design; a summary table per round."""
+class _LineProgress:
+    """A stage's progress as plain lines: the first advance, then at most one line every
+    ``interval`` seconds, the last step, and the stage's total time when it ends."""
 
-    def __init__(self, console: Console | None = None) -> None:
+    def __init__(self, console: Console, name: str, total: int | None, interval: float) -> None:
+        self.console, self.name, self.total, self.interval = console, name, total, interval
+        self.done = 0
+        self.start = self.last = time.monotonic()
+        self.printed = False
+
+    def _line(self, text: str) -> None:
+        elapsed = time.monotonic() - self.start
+        self.console.print(f"{self.name:<10} {text}  {_clock(elapsed)}", highlight=False, markup=False)
+
+    def advance(self, amount: int) -> None:
+        self.done += amount
+        now = time.monotonic()
+        if not self.printed or now - self.last >= self.interval or self.done == self.total:
+            self._line(f"{self.done}/{self.total if self.total is not None else '?'}")
+            self.printed, self.last = True, now
+
+    def stop(self) -> None:
+        # Stages that took a moment and never advanced (sampling, committing) print nothing.
+        if self.printed or time.monotonic() - self.start >= 1.0:
+            self._line(f"done ({self.done})" if self.done else "done")
+
+
+def _clock(seconds: float) -> str:
+    minutes, secs = divmod(int(seconds), 60)
+    return f"{minutes // 60}:{minutes % 60:02d}:{secs:02d}"
+
+
+class RichReporter(QuietReporter):
+    """Progress bars for sampling, training, eval and design; a summary table per round.
+
+    ``line_interval_s``: when the console is not a terminal, the least time between two
+    progress lines of one stage."""
+
+    def __init__(self, console: Console | None = None, *, line_interval_s: float = 15.0) -> None:
         self.console = console or Console()
-        self._progress: Progress | None = None
+        self._progress: Progress | _LineProgress | None = None
         self._task: Any = None
         self._baseline: EvalReport | None = None
+        self._line_interval = line_interval_s
 
     def baseline(self, report: EvalReport) -> None:
         """Remember the starting model's eval: every round summary shows its delta to it."""
@@ -69,17 +108,22 @@ class RichReporter(QuietReporter):
 
     def stage(self, name: str, total: int | None) -> None:
         self.stage_end()
+        if not self.console.is_terminal:
+            self._progress = _LineProgress(self.console, name, total, self._line_interval)
+            return
         self._progress = Progress(TextColumn(f"[bold]{name:<10}"), BarColumn(), MofNCompleteColumn(),
                                   TimeElapsedColumn(), console=self.console, transient=False)
         self._progress.start()
         self._task = self._progress.add_task(name, total=total)
 
     def advance(self, amount: int = 1) -> None:
-        if self._progress is not None:
+        if isinstance(self._progress, _LineProgress):
+            self._progress.advance(amount)
+        elif self._progress is not None:
             self._progress.advance(self._task, amount)
 
     def stage_end(self) -> None:
-        if self._progress is not None:
+        if self._progress is not None:  # both kinds stop with the same call
             self._progress.stop()
             self._progress = None
 

@@ -16,13 +16,14 @@ resumed run makes the same choices as an uninterrupted one.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from curriculum.config import ConfigError, RunConfig, dump_config
+from curriculum.config import ConfigError, RunConfig, apply_overrides, dump_config, validate_config
 from curriculum.console import QuietReporter
 from curriculum.core import distributed
 from curriculum.core.records import DesignRecord, RoundReport
@@ -351,32 +352,60 @@ def _with_progress(policy: Any, reporter: QuietReporter) -> Any:
     return policy
 
 
-def evaluate_run(run_dir: Path, *, round_index: int | None = None,
-                 reporter: QuietReporter | None = None) -> EvalReport:
-    """``curriculum eval``: evaluate a committed round's checkpoint (default: the last one)."""
+def evaluate_run(run_dir: Path, *, round_index: int | None = None, start: bool = False,
+                 overrides: Sequence[str] = (), reporter: QuietReporter | None = None) -> EvalReport:
+    """``curriculum eval``: evaluate a committed round's checkpoint (default: the last one) or, with
+    ``start``, the run's starting model (the base model, warm-started when the config has a warm
+    start: loaded from the warm-start cache, computed if it is not there). ``overrides`` (``--set``)
+    change the saved config for this eval only, e.g. a larger suite:
+    ``testbed.eval_instances_per_size=12``."""
     run = RunDir.open(run_dir)
     config = run.saved_config()
-    rounds = run.completed_rounds()
-    if not rounds:
-        raise FileNotFoundError(f"{run_dir} has no completed round yet")
-    index = rounds[-1] if round_index is None else round_index
-    if index not in rounds:
-        raise FileNotFoundError(f"round {index} is not completed in {run_dir} (completed: {rounds})")
-    if run.checkpoint(index) is None:
-        kept = [i for i in rounds if run.checkpoint(i) is not None]
-        raise FileNotFoundError(f"round {index}'s checkpoint was not kept (keep_checkpoints="
-                                f"{config.keep_checkpoints}); rounds with weights: {kept}")
+    if overrides:
+        config = validate_config(apply_overrides(config.model_dump(mode="json"), list(overrides)),
+                                 source=f"{run.path / 'config.yaml'} with --set {' '.join(overrides)}")
+    reporter = reporter or QuietReporter()
     testbed = build_testbed(config)
-    testbed.load_state_dict(read_json(run.round_dir(index) / "state.json")["testbed"])
-    trainer = build_trainer(config, testbed)
-    trainer.setup(run.checkpoint(index))
+    engineer: Engineer | None = None
+    if start:
+        index = -1
+        trainer = build_trainer(config, testbed)
+        trainer.setup(None)
+    else:
+        index = _kept_round(run, config, round_index)
+        testbed.load_state_dict(read_json(run.round_dir(index) / "state.json")["testbed"])
+        trainer = build_trainer(config, testbed)
+        trainer.setup(run.checkpoint(index))
     try:
-        reporter = reporter or QuietReporter()
+        if start and trainer.prepare_steps():
+            # The same warm-start examples as the run (the engineer may add its own), so the cache
+            # key, and with it the weights, are the run's.
+            engineer = build_engineer(config, None)
+            reporter.stage("warm start", trainer.prepare_steps())
+            trainer.prepare(progress=reporter.advance, examples=engineer.warmstart_examples)
+            reporter.stage_end()
         reporter.stage("eval", None)
         report = testbed.evaluate(_with_progress(trainer.policy(), reporter),
                                   seed=derive_seed(config.seed, index, "eval"))
         reporter.stage_end()
     finally:
+        if engineer is not None:
+            engineer.close()
         trainer.close()
         testbed.close()
     return report
+
+
+def _kept_round(run: RunDir, config: RunConfig, round_index: int | None) -> int:
+    """The round ``curriculum eval`` evaluates: ``round_index`` or the last, with weights kept."""
+    rounds = run.completed_rounds()
+    if not rounds:
+        raise FileNotFoundError(f"{run.path} has no completed round yet")
+    index = rounds[-1] if round_index is None else round_index
+    if index not in rounds:
+        raise FileNotFoundError(f"round {index} is not completed in {run.path} (completed: {rounds})")
+    if run.checkpoint(index) is None:
+        kept = [i for i in rounds if run.checkpoint(i) is not None]
+        raise FileNotFoundError(f"round {index}'s checkpoint was not kept (keep_checkpoints="
+                                f"{config.keep_checkpoints}); rounds with weights: {kept}")
+    return index

@@ -10,6 +10,11 @@ Every benchmark number is a mean over seeds. With n seeds and values x_1..x_n:
   An interval that excludes 0 says the difference is larger than the seed-to-seed noise
   (at n = 5 seeds such intervals are wide; read them as a guide, not a test).
 
+* ``paired_tasks(a, b)`` — two evals of the same tasks (``EvalReport.task_scores``): on the
+  tasks both have, d_t = a_t − b_t; the mean d̄ with its bootstrap interval over tasks, how many
+  tasks rose and fell, and an exact two-sided sign test on the tasks that changed
+  (p = P(Binomial(rose + fell, ½) at least as far from its mean as the count that rose)).
+
 The resampling RNG is seeded, so the same inputs give the same interval. With one value the
 interval collapses to that value.
 """
@@ -100,3 +105,48 @@ def pairwise_differences(finals: dict[str, dict[int, float]], *, alpha: float = 
             rows.append({"a": a, "b": b, "mean_diff": diff.mean, "ci95_low": diff.low,
                          "ci95_high": diff.high, "n": diff.n, "seeds": seeds})
     return rows
+
+
+@dataclass(frozen=True)
+class PairedTasks:
+    """``paired_tasks``'s result: b → a on the tasks both evals share."""
+
+    tasks: int
+    rose: int
+    """Tasks whose score is higher in ``a`` (for pass/fail tasks: gained)."""
+    fell: int
+    """Tasks whose score is lower in ``a`` (lost)."""
+    difference: Interval
+    """Mean of a_t − b_t with its bootstrap interval over tasks."""
+    sign_test_p: float
+    """Exact two-sided sign test on the tasks that changed (1.0 when none changed)."""
+
+    def line(self) -> str:
+        d = self.difference
+        return (f"{self.tasks} shared tasks: {100 * d.mean:+.1f} points [{100 * d.low:+.1f}, {100 * d.high:+.1f}] "
+                f"(95% bootstrap over tasks); {self.rose} rose, {self.fell} fell; sign test p = {self.sign_test_p:.3g}")
+
+
+def sign_test(rose: int, fell: int) -> float:
+    """Exact two-sided sign-test p-value for ``rose`` ups against ``fell`` downs."""
+    from math import comb
+
+    n = rose + fell
+    if n == 0:
+        return 1.0
+    k = min(rose, fell)
+    tail = sum(comb(n, i) for i in range(k + 1)) / 2**n
+    return min(1.0, 2 * tail)
+
+
+def paired_tasks(a: dict[str, float], b: dict[str, float], *, alpha: float = 0.05,
+                 resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> PairedTasks:
+    """Compare two evals task by task (module docstring); ``ValueError`` if they share no task."""
+    shared = sorted(set(a) & set(b))
+    if not shared:
+        raise ValueError("the two evals share no task id (different suites, seeds or testbeds?)")
+    xa = np.array([a[t] for t in shared], dtype=float)
+    xb = np.array([b[t] for t in shared], dtype=float)
+    rose, fell = int((xa > xb).sum()), int((xa < xb).sum())
+    diff = paired_difference(xa, xb, alpha=alpha, resamples=resamples, seed=seed)
+    return PairedTasks(len(shared), rose, fell, diff, sign_test(rose, fell))

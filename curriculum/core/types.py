@@ -80,3 +80,7 @@ class EvalReport(BaseModel):
     cover are absent): what bucket-editing engineers read (``curriculum.core.spaces``)."""
     samples: list[dict[str, Any]] = Field(default_factory=list)
     """A few (prompt, response, verdict) examples for inspection."""
+    task_scores: dict[str, float] = Field(default_factory=dict)
+    """Each eval task's own result in [0, 1], by task id (MAPF: valid or not). Two evals that share
+    task ids compare task by task (``curriculum eval --against``: gained, lost, a paired interval),
+    which separates a change from instance-to-instance noise far better than two pooled rates."""

@@ -244,7 +244,8 @@ class MAPFTestbed(Testbed):
         metrics = flat_metrics(breakdown)
         samples = self._samples(tasks, comps, verdicts)
         return EvalReport(score=metrics["valid_rate"], metrics=metrics, breakdown=breakdown.model_dump(),
-                          bucket_scores=bucket_scores(breakdown), samples=samples)
+                          bucket_scores=bucket_scores(breakdown), samples=samples,
+                          task_scores={t.id: float(v.valid) for t, v in zip(tasks, verdicts)})
 
     def _samples(self, tasks, comps, verdicts) -> list[dict[str, Any]]:
         m = self.config.eval_samples

@@ -297,4 +297,5 @@ def eval_report(tasks: Sequence[Task], completions: Sequence[Completion], verdic
     samples = [{"prompt": t.messages[-1]["content"][:300], "response": c.text[:300], "answer": t.data["answer"],
                 **v} for t, c, v in list(zip(tasks, completions, verdicts, strict=True))[:3]]
     return EvalReport(score=metrics["accuracy"], metrics=metrics, samples=samples, bucket_scores=scores,
-                      breakdown={"buckets": counts})
+                      breakdown={"buckets": counts},
+                      task_scores={t.id: float(_outcome(v) == "correct") for t, v in zip(tasks, verdicts)})

@@ -72,3 +72,28 @@ def test_baseline_delta_is_in_points_for_rates_only():
     # A token count is not a rate: its difference is plain, not x100 "points".
     assert "-70.72" in _delta("mean_tokens/2agents", 57.28, 128.0)
     assert "pts" not in _delta("cost_ratio/3agents", 1.0, 1.25)
+
+
+def _lines(interval: float, steps: int, total: int | None) -> list[str]:
+    console = Console(file=io.StringIO(), width=200, color_system=None)  # not a terminal: a log file
+    reporter = RichReporter(console, line_interval_s=interval)
+    reporter.stage("warm start", total)
+    for _ in range(steps):
+        reporter.advance(1)
+    reporter.stage("sample", None)  # ends the warm start; a stage that never advances prints nothing
+    reporter.stage_end()
+    return console.file.getvalue().splitlines()
+
+
+def test_progress_in_a_log_file_prints_lines_as_it_goes():
+    lines = _lines(interval=0.0, steps=3, total=3)
+    assert [line.split("  ")[0] for line in lines] == ["warm start 1/3", "warm start 2/3", "warm start 3/3",
+                                                       "warm start done (3)"]
+    assert all(line.endswith("0:00:00") for line in lines)
+
+
+def test_progress_lines_are_throttled_but_show_the_first_and_last_step():
+    lines = _lines(interval=3600.0, steps=5, total=5)
+    assert [line.split("  ")[0] for line in lines] == ["warm start 1/5", "warm start 5/5", "warm start done (5)"]
+    unknown = _lines(interval=3600.0, steps=4, total=None)
+    assert [line.split("  ")[0] for line in unknown] == ["warm start 1/?", "warm start done (4)"]
