@@ -53,8 +53,8 @@ from typing import Any
 
 from curriculum.config import ConfigError, RunConfig, dump_config, read_config_file
 from curriculum.presets import Machine, detect_machine
-from curriculum.walltime import (CPU_GEN_UTILISATION, CPU_TRAIN_UTILISATION, Estimate, estimate, measure_cpu_flops,
-                                 round_budget)
+from curriculum.walltime import (CPU_ROW_UTILISATION, CPU_TRAIN_UTILISATION, Estimate, Model, Rates, estimate,
+                                 measure_cpu_bandwidth, measure_cpu_flops, round_budget)
 from trainers.models import EMBEDDED
 
 GIB = 1024**3
@@ -408,15 +408,34 @@ def wall_time(config: RunConfig, strategy: Strategy, gpu: GPU, machine: Machine)
     engineer = ENGINEERS.get(config.engineer.name).load()
     budget = round_budget(config, *testbed.eval_budget(config.testbed, config.generation.max_new_tokens),
                           design=engineer.design_budget(config.engineer, config.generation.engineer_max_new_tokens))
+    model = _walltime_model(config)
+    if machine.kind == "gpu":  # vLLM batches every request: no per-step term (bandwidth infinite)
+        rates = Rates(max(strategy.processes, 1) * gpu.bf16_tflops * 1e12, math.inf, GEN_UTILISATION,
+                      TRAIN_UTILISATION)
+        return estimate(config, budget, model, rates, gpu=True)
+    rates = Rates(measure_cpu_flops(), measure_cpu_bandwidth(), CPU_ROW_UTILISATION, CPU_TRAIN_UTILISATION)
+    return estimate(config, budget, model, rates, gpu=False)
+
+
+WEIGHT_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2, "auto": 4}
+"""Bytes per parameter of ``model.dtype`` (``auto``, the checkpoint's own dtype, counted as float32:
+an upper bound)."""
+
+
+def _walltime_model(config: RunConfig) -> Model | None:
+    """N (active parameters), L and the weights' bytes (all parameters: at many rows a
+    mixture of experts reads every expert each step); ``None`` when no model trains (the
+    simulated learner) or its size is unknown."""
+    from trainers.grpo import GRPOConfig
+
+    if not isinstance(config.trainer, GRPOConfig):
+        return None
     shape = model_shape(config.model.name_or_path)
-    params = shape.active_params if shape else parameter_count(config.model.name_or_path)
-    if not (hasattr(config.trainer, "prompts_per_step") or hasattr(config.trainer, "play")):
-        params = None  # no model is trained (the simulated learner)
-    if machine.kind == "gpu":
-        return estimate(config, budget, params, flops=max(strategy.processes, 1) * gpu.bf16_tflops * 1e12, gpu=True,
-                        gen_utilisation=GEN_UTILISATION, train_utilisation=TRAIN_UTILISATION)
-    return estimate(config, budget, params, flops=measure_cpu_flops(), gpu=False,
-                    gen_utilisation=CPU_GEN_UTILISATION, train_utilisation=CPU_TRAIN_UTILISATION)
+    total = shape.params if shape else parameter_count(config.model.name_or_path)
+    if total is None:
+        return None
+    return Model(shape.active_params if shape else total, shape.layers if shape else None,
+                 total * WEIGHT_BYTES[config.model.dtype])
 
 
 def _is_selfplay(trainer: Any) -> bool:

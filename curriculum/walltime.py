@@ -1,23 +1,56 @@
 """``--dry-run``'s wall-time estimate for this machine, from the config alone (nothing loaded).
 
-Per round, with N the model's (active) parameters and F the machine's effective FLOP/s:
+Token counts (``Work``: generated, decode steps, prefilled, trained), for one round:
 
-    generated  = training samples x max completion tokens      (GRPO: steps x prompts x generations)
-               + eval prompts x eval tokens                     (``Testbed.eval_budget``)
-               + the engineer's model calls x new tokens        (``Engineer.design_budget``)
-               + SPADE's designs and episodes                   (``plan.spade_step``)
+    generated  = training samples x max completion tokens        (GRPO: steps x prompts x generations)
+               + eval prompts x eval tokens                       (``Testbed.eval_budget``)
+               + the engineer's model calls x new tokens          (``Engineer.design_budget``)
+               + SPADE's designs and episodes                     (``plan.spade_step``)
+    steps      = sequential decode steps: the rows of one generate call decode together, one step
+                 per new token, so a call of R rows x T tokens is T steps (and R·T generated tokens)
+                   GRPO    one call of prompts_per_step x num_generations rows per optimizer step
+                   eval    ceil(prompts / generation.batch_size) calls of eval tokens
+                   design  one row per engineer call (calls x new tokens steps)
+                   SPADE   designs in calls of generation.batch_size rows; episodes turn by turn in
+                           calls of play.batch_size rows, every episode max_turns turns long and
+                           every turn at max_new_tokens_per_turn (conservative: most stop earlier)
     prefilled  = prompts x PROMPT_TOKENS (GRPO and eval) + the engineer's prompts (SPADE counts its own)
     trained    = training samples x (PROMPT_TOKENS + max completion tokens)
-    seconds    = 2N (generated / U_gen + prefilled / U_train) / F
-               + (6 + 2·reference) N · trained / (U_train · F) + ROUND_OVERHEAD_S
 
-Completions are counted at their token limit, so the estimate is an upper bound for runs whose
-answers stop early. F: on a CPU, ``measure_cpu_flops`` times one thread's float32 matrix product with
-torch (a fraction of a second) and multiplies by torch's threads; on a GPU machine, the processes times the ``--gpu`` model's bf16 peak.
-The utilisations U are stated assumptions: on a GPU ``plan.GEN_UTILISATION`` /
-``plan.TRAIN_UTILISATION``; on a CPU ``CPU_GEN_UTILISATION`` / ``CPU_TRAIN_UTILISATION``,
-calibrated against a measured run of ``configs/mapf_cpu_demo.yaml`` (docs/architecture.md says
-by how much the estimate and the measurement differed).
+once, before round 0 (``eval_before_training``): the baseline eval, and a second eval after a warm
+start; and the supervised warm start (``trainer.warmstart``, ``trainers/warmstart.py``), trained
+once and skipped when its cache entry exists, so it is reported apart:
+
+    warm start trained = steps x batch_size x min(max_length, WARMSTART_FILL x (PROMPT_TOKENS
+                                                                  + trainer.max_completion_length))
+
+Seconds, with N the model's (active) parameters, W its weights' bytes, F the machine's FLOP/s and
+B its memory bandwidth:
+
+    decode     = steps · W / B  +  2N · generated / (U_gen · F)
+    prefill    = 2N · prefilled / (U_train · F)
+    training   = (2N + 4N·k/L [+ 2N reference model when beta > 0]) · trained / (U_train · F)
+    round      = decode + prefill + training (one round's Work) + ROUND_OVERHEAD_S
+    run        = rounds x round + the evals before round 0;   warm start apart, "unless cached"
+
+k/L: ``model.trainable_layers`` of the model's L decoder layers (``plan.model_shape``): only the
+top k train (``trainers.models.freeze_lower_layers``), so the backward pass (4N: gradients of
+activations and of weights) runs through k/L of the model; without ``trainable_layers``, or with
+L unknown, k/L = 1, i.e. the usual 6N. Gradient checkpointing's recompute (+2N·k/L) is not
+counted (``plan.step_seconds`` counts it for the SPADE step time).
+
+Completions are counted at their token limit, prompts at PROMPT_TOKENS: an upper bound for runs
+whose answers stop early or whose prompts are shorter (the MAPF CPU demo's are ~180-200 tokens).
+
+The machine. On a GPU, F is the ``--gpu`` model's bf16 peak times the processes, B is infinite (no
+step term, as before: U_gen = ``plan.GEN_UTILISATION`` per generated token covers decoding),
+U_train = ``plan.TRAIN_UTILISATION``: stated assumptions. On a CPU, ``measure_cpu_flops`` times one
+torch thread's float32 matrix product (a fraction of a second) and multiplies by torch's threads,
+``measure_cpu_bandwidth`` times the best of a few copies of a 64 MiB tensor (0.15 s), and
+U_gen = ``CPU_ROW_UTILISATION``, U_train = ``CPU_TRAIN_UTILISATION`` are calibrated on measured
+runs of the embedded SmolLM2-135M (docs/architecture.md). On a CPU a decode step is memory- and
+overhead-bound at one row and compute-bound at tens of rows: the W / B term is shared by the
+rows of a call, the per-row term is not.
 """
 
 from __future__ import annotations
@@ -30,12 +63,26 @@ from curriculum.config import RunConfig
 
 PROMPT_TOKENS = 400
 """Assumed prompt length of one training or eval task (a MAPF prompt of a mid-sized map)."""
-CPU_GEN_UTILISATION = 0.012
-"""Share of the measured matmul FLOP/s that token-by-token generation reaches on a CPU (batches of
-1–8; calibrated on the checkpoint CPU demo, docs/architecture.md)."""
-CPU_TRAIN_UTILISATION = 0.30
-"""Share of the measured matmul FLOP/s that a training forward and backward pass (and a prompt's
-prefill) reaches on a CPU (calibrated on the SPADE CPU demo's TRL step, docs/architecture.md)."""
+CPU_ROW_UTILISATION = 0.25
+"""Share of the measured matmul FLOP/s that one more row of a decode step costs on a CPU (2N FLOPs
+per generated token), on top of the step's weight read; between two measurements of SmolLM2-135M
+in float32. A 184 GFLOP/s machine: 16 tokens/s at batch 1 and 75 at batch 8, i.e. a fixed ~56 ms
+per step plus ~6.3 ms per row, 0.23. This project's 2-core AVX2 machine (65-70 GFLOP/s, ~10 GB/s):
+a greedy eval of 36 rows x 128 new tokens in 116 s; its 7,200-token prefill takes ~40 s at
+CPU_TRAIN_UTILISATION, leaving ~0.59 s per step, of which 0.54 GB / 10 GB/s for the weights and
+~15 ms per row, 0.26-0.28. (The KV cache's per-step copy, which grows with the context, is inside this
+share: long single-row contexts, such as an engineer's 2,000-token prompt, decode slower.)"""
+CPU_TRAIN_UTILISATION = 0.70
+"""Share of the measured matmul FLOP/s that a training forward and backward pass, and a prompt's
+prefill, reaches on a CPU. Calibrated on the MAPF CPU demo's warm-start step on the 2-core AVX2
+machine (65-70 GFLOP/s): 8 x ~244 tokens at 2N + 4N·15/30 FLOPs per token in 21.1 s, 0.71-0.77;
+with every layer trained (6N) in 29.4 s, 0.77-0.82 (docs/results.md, 2f)."""
+WARMSTART_FILL = 0.43
+"""Tokens of one warm-start example over PROMPT_TOKENS + trainer.max_completion_length (a
+reference answer is shorter than the completion limit, a prompt often shorter than PROMPT_TOKENS):
+the mean of the two CPU demos' measured ratios. MAPF: ~244 / (400 + 128) = 0.46. SPADE games:
+48 design examples of ~826 tokens and 96 agent moves of ~133 (the token counts of
+docs/results.md's session 4 warm start), 364 / (400 + 512) = 0.40."""
 ROUND_OVERHEAD_S = 20.0
 """Per round: sampling the tasks, building the trainer, committing the checkpoint."""
 SIMULATED_ROUND_S = 2.0
@@ -43,28 +90,69 @@ SIMULATED_ROUND_S = 2.0
 
 
 @dataclass(frozen=True)
-class Budget:
-    """Token counts of one round."""
+class Work:
+    """Token counts of one stage (module docstring)."""
 
-    generated: int
-    prefilled: int
-    trained: int
+    generated: int = 0
+    decode_steps: int = 0
+    prefilled: int = 0
+    trained: int = 0
+
+    def __add__(self, other: Work) -> Work:
+        return Work(self.generated + other.generated, self.decode_steps + other.decode_steps,
+                    self.prefilled + other.prefilled, self.trained + other.trained)
+
+    def times(self, k: int) -> Work:
+        return Work(k * self.generated, k * self.decode_steps, k * self.prefilled, k * self.trained)
+
+
+@dataclass(frozen=True)
+class Budget:
+    """One round's work, the work done once before round 0 (evals) and the warm start's."""
+
+    round: Work
+    once: Work = Work()
+    warmstart: Work = Work()
+
+
+@dataclass(frozen=True)
+class Model:
+    """What the estimate needs of the model: parameters N (active ones for a mixture of experts),
+    decoder layers L (``None``: unknown) and the bytes of its weights, read once per decode step."""
+
+    params: int
+    layers: int | None
+    weight_bytes: float
+
+
+@dataclass(frozen=True)
+class Rates:
+    """The machine: FLOP/s F, memory bandwidth B (``math.inf``: no per-step term) and the two
+    utilisations (module docstring)."""
+
+    flops: float
+    bandwidth: float
+    gen_utilisation: float
+    train_utilisation: float
 
 
 @dataclass(frozen=True)
 class Estimate:
-    """Seconds per round and for the run, with what they assume."""
+    """Seconds per round, for the run and for the warm start, with what they assume."""
 
     round_seconds: float
     total_seconds: float
+    warmstart_seconds: float
     budget: Budget
-    flops: float
     note: str
 
     def line(self) -> str:
+        warm = (f"+ {_human(self.warmstart_seconds)} warm start unless cached; "
+                if self.budget.warmstart.trained else "")
+        r = self.budget.round
         return (f"  estimated wall time on this machine: {_human(self.total_seconds)} "
-                f"({_human(self.round_seconds)} per round; {self.budget.generated:,} generated, "
-                f"{self.budget.trained:,} trained tokens per round; {self.note})")
+                f"({warm}{_human(self.round_seconds)} per round; {r.generated:,} generated tokens in "
+                f"{r.decode_steps:,} decode steps, {r.trained:,} trained tokens per round; {self.note})")
 
 
 def measure_cpu_flops(size: int = 256, repeats: int = 20) -> float:
@@ -87,46 +175,140 @@ def measure_cpu_flops(size: int = 256, repeats: int = 20) -> float:
     return threads * 2 * size**3 / max(best, 1e-9)
 
 
+def measure_cpu_bandwidth(mib: int = 64, repeats: int = 5) -> float:
+    """Memory bytes/s of this machine: the best of ``repeats`` copies of a ``mib`` MiB float32
+    tensor with torch's threads, counting the bytes read and written (0.15 s on this project's
+    2-core machine, most of it the first touch of the pages). 64 MiB each way is well above a
+    CPU's last-level cache share (8 MiB on that machine), as a decode step's weights are; the best
+    copy, as in ``measure_cpu_flops``, is the machine's rate without the other jobs' share."""
+    import torch
+
+    src = torch.ones(mib * 2**20 // 4)
+    dst = torch.empty_like(src)
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        dst.copy_(src)
+        best = min(best, time.perf_counter() - start)
+    return 2 * src.numel() * 4 / max(best, 1e-9)
+
+
+# -- token counts ------------------------------------------------------------------------------------
+def generate_work(rows: int, tokens: int, batch: int, prompt_tokens: int = PROMPT_TOKENS) -> Work:
+    """``rows`` prompts answered in generate calls of up to ``batch`` rows, each up to ``tokens``
+    new tokens: every call decodes ``tokens`` steps, whatever its rows."""
+    if rows <= 0 or tokens <= 0:
+        return Work()
+    return Work(generated=rows * tokens, decode_steps=math.ceil(rows / max(batch, 1)) * tokens,
+                prefilled=rows * prompt_tokens)
+
+
 def round_budget(config: RunConfig, eval_prompts: int, eval_tokens: int,
                  design: tuple[int, int, int] = (0, 0, 0)) -> Budget:
-    """Token counts of one round of ``config`` (module docstring); ``design``: the engineer's
-    (calls, prompt tokens, new tokens), averaged over the rounds that design."""
-    from curriculum.plan import spade_step
+    """Token counts of one round, of the evals before round 0 and of the warm start of ``config``
+    (module docstring); ``design``: the engineer's (calls, prompt tokens, new tokens), averaged over
+    the rounds that design."""
+    from trainers.grpo import GRPOConfig
 
     trainer = config.trainer
+    evaluation = generate_work(eval_prompts, eval_tokens, config.generation.batch_size)
     share = (config.rounds - 1) / config.rounds  # the last round has no design call
     calls, prompt, new = design
-    eval_generated = eval_prompts * eval_tokens + round(share * calls * new)
-    eval_prefilled = eval_prompts * PROMPT_TOKENS + round(share * calls * prompt)
-    if hasattr(trainer, "play"):  # SPADE co-training: one rollout step per round
+    designing = Work(generated=round(share * calls * new), decode_steps=round(share * calls * new),
+                     prefilled=round(share * calls * prompt))  # one row per call
+    if not isinstance(trainer, GRPOConfig):  # a trainer without a model (the simulated learner)
+        return Budget(evaluation + designing)
+    warm = trainer.warmstart
+    once = evaluation.times(int(config.eval_before_training) * (2 if warm.steps else 1))
+    return Budget(training_work(config) + evaluation + designing, once, warmstart_work(config))
+
+
+def training_work(config: RunConfig) -> Work:
+    """One round's rollouts and training: GRPO's steps, or SPADE's rollout step."""
+    from curriculum.plan import spade_step
+    from trainers.grpo import GRPOConfig
+    from trainers.selfplay import SelfPlayConfig
+
+    trainer = config.trainer
+    if not isinstance(trainer, GRPOConfig):
+        return Work()
+    if isinstance(trainer, SelfPlayConfig):  # SPADE co-training: one rollout step per round
         step = spade_step(config)
-        generated = step.designs * step.design_tokens + step.episodes * step.episode_tokens
-        prefilled = step.designs * step.design_prompt_tokens + step.episodes * step.episode_prompt_tokens
-        return Budget(generated + eval_generated, prefilled + eval_prefilled, step.trained_tokens)
-    if hasattr(trainer, "prompts_per_step"):
-        steps = trainer.max_steps_per_round or math.ceil(config.tasks_per_round * trainer.epochs_per_round
-                                                         / trainer.prompts_per_step)
-        samples = steps * trainer.prompts_per_step * trainer.num_generations
-        return Budget(samples * trainer.max_completion_length + eval_generated,
-                      samples * PROMPT_TOKENS + eval_prefilled,
-                      samples * (PROMPT_TOKENS + trainer.max_completion_length))
-    return Budget(eval_generated, eval_prefilled, 0)  # a trainer without a model (simulated)
+        play = trainer.play
+        designs = generate_work(step.designs, step.design_tokens, config.generation.batch_size,
+                                step.design_prompt_tokens)
+        episode_calls = math.ceil(step.episodes / (play.batch_size or trainer.micro_batch_size))
+        episodes = Work(generated=step.episodes * step.episode_tokens,
+                        decode_steps=episode_calls * play.max_turns * play.max_new_tokens_per_turn,
+                        prefilled=step.episodes * step.episode_prompt_tokens)
+        return designs + episodes + Work(trained=step.trained_tokens)
+    steps = trainer.max_steps_per_round or math.ceil(config.tasks_per_round * trainer.epochs_per_round
+                                                     / trainer.prompts_per_step)
+    rows = trainer.prompts_per_step * trainer.num_generations  # one generate call per optimizer step
+    rollouts = generate_work(steps * rows, trainer.max_completion_length, rows)
+    return rollouts + Work(trained=steps * rows * (PROMPT_TOKENS + trainer.max_completion_length))
 
 
-def estimate(config: RunConfig, budget: Budget, params: int | None, *, flops: float, gpu: bool,
-             gen_utilisation: float, train_utilisation: float) -> Estimate:
-    """Seconds per round and in total (module docstring)."""
-    n = params or 0
-    reference = getattr(config.trainer, "beta", 0.0) > 0
-    gen = 2 * n * (budget.generated / gen_utilisation + budget.prefilled / train_utilisation) / flops
-    train = (6 + 2 * reference) * n * budget.trained / (train_utilisation * flops)
-    per_round = gen + train + (ROUND_OVERHEAD_S if params else SIMULATED_ROUND_S)
-    where = "GPU peak" if gpu else "measured CPU matmul"
-    note = (f"{where} {flops / 1e9:,.0f} GFLOP/s at {gen_utilisation:.0%} generating, "
-            f"{train_utilisation:.0%} training; completions at their limit")
-    if params is None:
-        note = "no model trained or size unknown: fixed per-round time only"
-    return Estimate(per_round, per_round * config.rounds, budget, flops, note)
+def warmstart_work(config: RunConfig) -> Work:
+    """The supervised warm start: ``steps x batch_size`` examples of WARMSTART_FILL x (PROMPT_TOKENS
+    + the completion limit) tokens, cut at ``max_length``; no work without a warm start."""
+    from trainers.grpo import GRPOConfig
+
+    trainer = config.trainer
+    if not isinstance(trainer, GRPOConfig) or not trainer.warmstart.steps:
+        return Work()
+    warm = trainer.warmstart
+    tokens = round(WARMSTART_FILL * (PROMPT_TOKENS + trainer.max_completion_length))
+    if warm.max_length is not None:
+        tokens = min(tokens, warm.max_length)
+    return Work(trained=warm.steps * warm.batch_size * tokens)
+
+
+# -- seconds -----------------------------------------------------------------------------------------
+def trained_share(config: RunConfig, layers: int | None) -> float:
+    """k/L: the share of the decoder layers the backward pass runs through (module docstring)."""
+    k = config.model.trainable_layers
+    if k is None or not layers:
+        return 1.0
+    return min(k, layers) / layers
+
+
+def train_flops_per_token(config: RunConfig, model: Model) -> float:
+    """2N forward + 4N·k/L backward (+ 2N for the reference model's forward when beta > 0)."""
+    from trainers.grpo import GRPOConfig
+
+    reference = isinstance(config.trainer, GRPOConfig) and config.trainer.beta > 0
+    return (2 + 4 * trained_share(config, model.layers) + 2 * reference) * model.params
+
+
+def work_seconds(work: Work, train_flops: float, model: Model, rates: Rates) -> float:
+    """Decode, prefill and training seconds of ``work`` (module docstring)."""
+    n, f = model.params, rates.flops
+    decode = work.decode_steps * model.weight_bytes / rates.bandwidth + \
+        2 * n * work.generated / (rates.gen_utilisation * f)
+    prefill = 2 * n * work.prefilled / (rates.train_utilisation * f)
+    train = train_flops * work.trained / (rates.train_utilisation * f)
+    return decode + prefill + train
+
+
+def estimate(config: RunConfig, budget: Budget, model: Model | None, rates: Rates, *, gpu: bool) -> Estimate:
+    """Seconds per round, for the run and for the warm start (module docstring); ``model``
+    ``None``: no model trained, or its size unknown (a fixed time per round)."""
+    if model is None:
+        return Estimate(SIMULATED_ROUND_S, SIMULATED_ROUND_S * config.rounds, 0.0, Budget(budget.round),
+                        "no model trained or size unknown: fixed per-round time only")
+    flops = train_flops_per_token(config, model)
+    per_round = work_seconds(budget.round, flops, model, rates) + ROUND_OVERHEAD_S
+    total = per_round * config.rounds + work_seconds(budget.once, flops, model, rates)
+    warm = work_seconds(budget.warmstart, flops, model, rates)
+    if gpu:
+        where = (f"GPU peak {rates.flops / 1e9:,.0f} GFLOP/s at {rates.gen_utilisation:.0%} generating, "
+                 f"{rates.train_utilisation:.0%} training")
+    else:
+        where = (f"measured CPU matmul {rates.flops / 1e9:,.0f} GFLOP/s, "
+                 f"memory {rates.bandwidth / 1e9:,.0f} GB/s: a decode step reads the weights once, "
+                 f"each row at {rates.gen_utilisation:.0%}, training at {rates.train_utilisation:.0%}")
+    return Estimate(per_round, total, warm, budget, f"{where}; completions at their limit")
 
 
 def _human(seconds: float) -> str:
