@@ -48,14 +48,16 @@ class QuietReporter:
 
 
 class _LineProgress:
-    """A stage's progress as plain lines: the first advance, then at most one line every
-    ``interval`` seconds, the last step, and the stage's total time when it ends."""
+    """A stage's progress as plain lines: its start, the first advance, then at most one line
+    every ``interval`` seconds, the last step, and the stage's total time when it ends."""
 
     def __init__(self, console: Console, name: str, total: int | None, interval: float) -> None:
         self.console, self.name, self.total, self.interval = console, name, total, interval
         self.done = 0
         self.start = self.last = time.monotonic()
         self.printed = False
+        # A stage may run minutes before its first advance (an eval decodes its batch at once).
+        console.print(f"{name:<10} started", highlight=False, markup=False)
 
     def _line(self, text: str) -> None:
         elapsed = time.monotonic() - self.start
@@ -69,7 +71,7 @@ class _LineProgress:
             self.printed, self.last = True, now
 
     def stop(self) -> None:
-        # Stages that took a moment and never advanced (sampling, committing) print nothing.
+        # Stages that took a moment and never advanced (sampling, committing) print no end line.
         if self.printed or time.monotonic() - self.start >= 1.0:
             self._line(f"done ({self.done})" if self.done else "done")
 
