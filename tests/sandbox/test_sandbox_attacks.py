@@ -326,15 +326,24 @@ def test_daemon_is_gone_after_close(raw_pool, clean_after):
 
 
 def test_bare_kill_all_kills_worker_and_pool_recovers(bare_pool, clean_after):
-    """Without seccomp, kill(-1) takes down the zygote (the caller itself survives it); the
-    host notices at close, kills what is left of the worker, and the pool restarts it for the
-    next environment (checked by ``clean_after``)."""
+    """Without seccomp, kill(-1) takes down the zygote. The caller itself survives the signal,
+    but whether its reply gets out first is a race (measured: about 1 run in 8 loses it on a
+    loaded 2-core machine, when the rest of the worker is torn down before the instance writes):
+    either the reset returns, or it fails as a crash naming the dead worker. Either way the host
+    kills what is left of the worker, and the pool restarts it for the next environment (checked
+    by ``clean_after``)."""
+    from testbeds.sandbox.config import SandboxFailure
+
     clean_after.append(bare_pool)
     body = "import os\ndef run():\n    os.kill(-1, 9)\n    return 'survived'"
     env = bare_pool.load(WRAPPER.format(body=body))
-    assert env.reset(0).obs == "survived"
-    outcome = env.close()
-    assert "worker died" in outcome["detail"] and "worker killed" in outcome["detail"]
+    try:
+        assert env.reset(0).obs == "survived"
+    except SandboxFailure as err:
+        assert "crash" in str(err) and "worker died" in str(err) and "worker killed" in str(err)
+    else:
+        outcome = env.close()
+        assert "worker died" in outcome["detail"] and "worker killed" in outcome["detail"]
     assert not env.worker.alive
 
 
