@@ -23,7 +23,7 @@ def register(app: typer.Typer) -> None:
         engineers: Annotated[str, typer.Option(help=f"Comma-separated engineers: {', '.join(ENGINEERS.names())}.")],
         testbed: Annotated[Optional[str], typer.Option(help=f"Testbed: {', '.join(TESTBEDS.names())} "
                                                       "(default: the config's).")] = None,
-        seeds: Annotated[int, typer.Option(min=1, help="Number of seeds (0..N-1), the same for every engineer.")] = 3,
+        seeds: Annotated[int, typer.Option(min=1, help="Number of seeds (F..F+N-1, F = --first-seed), the same for every engineer.")] = 3,
         rounds: Annotated[Optional[int], typer.Option(min=1, help="Rounds per run (default: the config's).")] = None,
         out: Annotated[Path, typer.Option(help="Output directory (runs, compare.json, plots).")] = Path("runs/compare"),
         trainer: Annotated[Optional[str], typer.Option(
@@ -34,6 +34,8 @@ def register(app: typer.Typer) -> None:
         set_: Annotated[list[str], typer.Option("--set", help="Override for every run, e.g. tasks_per_round=64; "
                         "engineers.<name>.<key>=v for one engineer only.")] = [],
         jobs: Annotated[int, typer.Option(min=1, help="Runs in parallel (processes).")] = 1,
+        first_seed: Annotated[int, typer.Option(min=0, help="First seed: --seeds N runs seeds F..F+N-1 (split "
+                              "seeds over machines; the same --out then gathers them with --seeds).")] = 0,
     ) -> None:
         """Benchmark engineers under identical seeds, budget, eval suites and starting config."""
         from curriculum.compare import CompareSpec, compare as run_compare, results_table
@@ -42,7 +44,7 @@ def register(app: typer.Typer) -> None:
 
         spec = CompareSpec(engineers=[e.strip() for e in engineers.split(",") if e.strip()], testbed=testbed,
                            seeds=seeds, rounds=rounds, out=out, trainer=trainer, config=config,
-                           overrides=list(set_), jobs=jobs)
+                           overrides=list(set_), jobs=jobs, first_seed=first_seed)
 
         def progress(outcome) -> None:
             extra = f" in {outcome.seconds:.1f}s" if outcome.seconds else ""

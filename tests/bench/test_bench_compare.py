@@ -171,6 +171,17 @@ def test_cli_compare_and_report(tmp_path):
     assert report_run(run_dir) == paths
     res = runner.invoke(app, ["report", str(tmp_path / "missing")])
     assert res.exit_code != 0
+    # A later seed alone (another machine's share), then both gathered: the seed-0 run is reused.
+    res = runner.invoke(app, ["compare", "--engineers", "frontier", "--trainer", "simulated", "--seeds", "1",
+                              "--first-seed", "1", "--rounds", "2", "--out", str(tmp_path)]
+                        + [x for f in FAST for x in ("--set", f)])
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "runs" / "frontier-seed1").is_dir() and "frontier seed 1" in res.output
+    assert "seed 0" not in res.output
+    res = runner.invoke(app, ["compare", "--engineers", "frontier", "--trainer", "simulated", "--seeds", "2",
+                              "--rounds", "2", "--out", str(tmp_path)] + [x for f in FAST for x in ("--set", f)])
+    assert res.exit_code == 0, res.output
+    assert "reused frontier seed 0" in res.output and "reused frontier seed 1" in res.output
 
 
 @pytest.mark.slow
