@@ -170,15 +170,21 @@ def _prepare(config: RunConfig, run_dir: RunDir, testbed: Testbed, engineer: Eng
         reporter.baseline(baseline)
     steps = trainer.prepare_steps()
     if steps:
-        reporter.stage("warm start", steps)
-        metrics = trainer.prepare(progress=reporter.advance, examples=engineer.warmstart_examples)
-        reporter.stage_end()
+        metrics = _warm_start(trainer, engineer, reporter)
         write_json(run_dir.path / "warmstart.json", metrics)
         run_dir.log({"round": -1, "event": "warmstart", **metrics})
         if config.eval_before_training:
             warm = _pre_eval(config, run_dir, testbed, trainer, reporter, "warmstart")
             reporter.message(f"after warm start: eval score {warm.score:.4f} "
                              f"({_signed_points(warm.score - baseline.score)} vs baseline)")
+
+
+def _warm_start(trainer: Trainer, engineer: Engineer, reporter: QuietReporter) -> dict[str, float]:
+    """The trainer's warm start, with the engineer's own examples, under a progress stage."""
+    reporter.stage("warm start", trainer.prepare_steps())
+    metrics = trainer.prepare(progress=reporter.advance, examples=engineer.warmstart_examples)
+    reporter.stage_end()
+    return metrics
 
 
 def _pre_eval(config: RunConfig, run_dir: RunDir, testbed: Testbed, trainer: Trainer,
@@ -381,9 +387,7 @@ def evaluate_run(run_dir: Path, *, round_index: int | None = None, start: bool =
             # The same warm-start examples as the run (the engineer may add its own), so the cache
             # key, and with it the weights, are the run's.
             engineer = build_engineer(config, None)
-            reporter.stage("warm start", trainer.prepare_steps())
-            trainer.prepare(progress=reporter.advance, examples=engineer.warmstart_examples)
-            reporter.stage_end()
+            _warm_start(trainer, engineer, reporter)
         reporter.stage("eval", None)
         report = testbed.evaluate(_with_progress(trainer.policy(), reporter),
                                   seed=derive_seed(config.seed, index, "eval"))
