@@ -36,6 +36,8 @@ def register(app: typer.Typer) -> None:
         jobs: Annotated[int, typer.Option(min=1, help="Runs in parallel (processes).")] = 1,
         first_seed: Annotated[int, typer.Option(min=0, help="First seed: --seeds N runs seeds F..F+N-1 (split "
                               "seeds over machines; the same --out then gathers them with --seeds).")] = 0,
+        share_round0: Annotated[bool, typer.Option(help="Run round 0 once per seed and start every engineer "
+                                "from it (it does not depend on the engineer); SPADE runs its own.")] = True,
     ) -> None:
         """Benchmark engineers under identical seeds, budget, eval suites and starting config."""
         from curriculum.compare import CompareSpec, compare as run_compare, results_table
@@ -44,7 +46,8 @@ def register(app: typer.Typer) -> None:
 
         spec = CompareSpec(engineers=[e.strip() for e in engineers.split(",") if e.strip()], testbed=testbed,
                            seeds=seeds, rounds=rounds, out=out, trainer=trainer, config=config,
-                           overrides=list(set_), jobs=jobs, first_seed=first_seed)
+                           overrides=list(set_), jobs=jobs, first_seed=first_seed,
+                           share_round0=share_round0)
 
         def progress(outcome) -> None:
             extra = f" in {outcome.seconds:.1f}s" if outcome.seconds else ""

@@ -23,11 +23,13 @@ runs (e.g. ``engineers.optuna.sampler=random``); any other ``--set`` applies to 
 from __future__ import annotations
 
 import io
+import json
 import math
 import os
 import shutil
 import time
 import traceback
+from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
@@ -43,6 +45,7 @@ from curriculum.report import (RunSummary, plot_distribution, plot_final_by_size
                                bucket_order, rates_by_size)
 
 from curriculum.rundir import RunDir, write_json
+from curriculum.stem import fork_member, plan_stems
 from curriculum.stats import bootstrap_mean_ci, bootstrap_mean_ci_columns, pairwise_differences
 
 SIMULATED_NOTICE = ("SIMULATED LEARNER: these numbers come from trainers/simulated.py, a documented "
@@ -74,6 +77,9 @@ class CompareSpec:
     overrides: list[str] = field(default_factory=list)
     jobs: int = 1
     first_seed: int = 0
+    share_round0: bool = True
+    """Run round 0 once per seed and start every engineer's run from it (``curriculum.stem``);
+    engineers that shape round 0 (SPADE) and runs already started run their own."""
 
     @property
     def seed_list(self) -> list[int]:
@@ -249,8 +255,10 @@ def _set_worker_threads(threads: int) -> None:
 
 
 def execute(configs: dict[tuple[str, int], RunConfig], jobs: int = 1,
-            progress: Any = None) -> list[RunOutcome]:
-    """Run every config that is not complete yet, ``jobs`` at a time (``jobs=1``: in-process)."""
+            progress: Any = None, stems_dir: Path | None = None) -> list[RunOutcome]:
+    """Run every config that is not complete yet, ``jobs`` at a time (``jobs=1``: in-process).
+    With ``stems_dir``, new runs that can share round 0 start from one stem run per seed
+    (``curriculum.stem``) kept there."""
     outcomes: dict[tuple[str, int], RunOutcome] = {}
     todo: list[tuple[tuple[str, int], str]] = []
     for key, config in configs.items():
@@ -263,8 +271,21 @@ def execute(configs: dict[tuple[str, int], RunConfig], jobs: int = 1,
             todo.append((key, status))
     # Seed-major order: a comparison cut short still has every engineer on the first seeds.
     todo.sort(key=lambda item: item[0][1])
+    # Runs with no committed round yet may start from a stem (a cut comparison's too).
+    unstarted = {k for k, s in todo if s == "new" or not RunDir(_run_path(configs[k])).completed_rounds()}
+    stems = plan_stems(configs, unstarted, stems_dir) if stems_dir else {}
+    member_of = {key: name for name, stem in stems.items() for key in stem.members}
+    stems_done = {name for name, stem in stems.items() if run_status(stem.config) == "done"}
 
-    def finish(key: tuple[str, int], status: str, result: Any, error: str | None) -> None:
+    def finish(key: Any, status: str, result: Any, error: str | None) -> None:
+        if isinstance(key, str):  # a stem: its members start from it once it is done
+            stem = stems[key]
+            if error is None:
+                stems_done.add(key)
+            _notify(progress, RunOutcome(f"round 0 shared by {','.join(e for e, _ in stem.members)}",
+                                         stem.config.seed, stem.path, "failed" if error else status,
+                                         seconds=result[1] if result else 0.0, error=error))
+            return
         path = Path(configs[key].output_dir) / str(configs[key].run_name)
         if error is None:
             outcomes[key] = RunOutcome(key[0], key[1], path, "resumed" if status == "resume" else "new",
@@ -273,30 +294,66 @@ def execute(configs: dict[tuple[str, int], RunConfig], jobs: int = 1,
             outcomes[key] = RunOutcome(key[0], key[1], path, "failed", error=error)
         _notify(progress, outcomes[key])
 
-    if jobs <= 1 or len(todo) <= 1:
-        for key, status in todo:
-            try:
-                finish(key, status, _run_one(configs[key].model_dump(mode="json"), status), None)
-            except Exception:  # noqa: BLE001 - one failed run must not sink the comparison
-                finish(key, status, None, traceback.format_exc())
-    else:
-        snapshot = _registry_snapshot()
-        with _executor(min(jobs, len(todo))) as pool:
-            futures: dict[Future, tuple[tuple[str, int], str]] = {
-                pool.submit(_run_one, configs[key].model_dump(mode="json"), status, snapshot): (key, status)
-                for key, status in todo
-            }
-            for future in as_completed(futures):
-                key, status = futures[future]
-                try:
-                    finish(key, status, future.result(), None)
-                except BrokenProcessPool:
-                    # One worker was killed (by the OS, e.g. out of memory): the pool cannot run
-                    # anything else. Committed rounds are safe; the same command resumes.
-                    finish(key, status, None, WORKER_DIED)
-                except Exception:  # noqa: BLE001
-                    finish(key, status, None, traceback.format_exc())
+    # First the stems and every run that needs none, by seed; then the stems' members, which
+    # resume after the stem's round 0 (reported as new). A member of a failed stem runs its own.
+    first: list[tuple[Any, RunConfig, str, str]] = [
+        (name, stem.config, status, status) for name, stem in stems.items() if name not in stems_done
+        for status in [run_status(stem.config)]]
+    first += [(key, configs[key], status, status) for key, status in todo if key not in member_of]
+    first.sort(key=lambda item: (item[1].seed, not isinstance(item[0], str)))
+    _run_all(first, jobs, finish)
+    second: list[tuple[Any, RunConfig, str, str]] = []
+    for key, status in todo:
+        if key not in member_of:
+            continue
+        stem = stems[member_of[key]]
+        if member_of[key] not in stems_done:
+            second.append((key, configs[key], status, status))
+            continue
+        try:
+            if _run_path(configs[key]).exists():  # started before, nothing committed
+                shutil.rmtree(_run_path(configs[key]))
+            fork_member(stem, configs[key])
+        except Exception:  # noqa: BLE001 - reported per run; a rerun forks it again
+            finish(key, status, None, f"starting the run from the shared round 0 {stem.path} failed:\n"
+                   + traceback.format_exc())
+            continue
+        second.append((key, configs[key], "resume", "new"))
+    _run_all(second, jobs, finish)
     return [outcomes[key] for key in configs]
+
+
+def _run_path(config: RunConfig) -> Path:
+    return Path(config.output_dir) / str(config.run_name)
+
+
+def _run_all(items: list[tuple[Any, RunConfig, str, str]], jobs: int,
+             finish: Callable[[Any, str, Any, str | None], None]) -> None:
+    """Run ``(key, config, run status, reported status)`` items, ``jobs`` at a time; ``finish(key,
+    reported status, (path, seconds) or None, error or None)`` after each."""
+    if jobs <= 1 or len(items) <= 1:
+        for key, config, status, reported in items:
+            try:
+                finish(key, reported, _run_one(config.model_dump(mode="json"), status), None)
+            except Exception:  # noqa: BLE001 - one failed run must not sink the comparison
+                finish(key, reported, None, traceback.format_exc())
+        return
+    snapshot = _registry_snapshot()
+    with _executor(min(jobs, len(items))) as pool:
+        futures: dict[Future, tuple[Any, str]] = {
+            pool.submit(_run_one, config.model_dump(mode="json"), status, snapshot): (key, reported)
+            for key, config, status, reported in items
+        }
+        for future in as_completed(futures):
+            key, reported = futures[future]
+            try:
+                finish(key, reported, future.result(), None)
+            except BrokenProcessPool:
+                # One worker was killed (by the OS, e.g. out of memory): the pool cannot run
+                # anything else. Committed rounds are safe; the same command resumes.
+                finish(key, reported, None, WORKER_DIED)
+            except Exception:  # noqa: BLE001
+                finish(key, reported, None, traceback.format_exc())
 
 
 WORKER_DIED = ("a compare worker process died (killed by the operating system, often for lack of "
@@ -334,6 +391,8 @@ def summarize(spec: CompareSpec, summaries: dict[tuple[str, int], RunSummary],
                                "status": o.status, "seconds": round(o.seconds, 2)}
         if o.error:
             row["error"] = o.error.strip().splitlines()[-1]
+        if (o.path / "forked_from.json").is_file():  # round 0 came from a shared stem run
+            row["round0_from"] = json.loads((o.path / "forked_from.json").read_text())["stem"]
         if s is not None:
             row.update(scores=s.scores, baseline_score=s.baseline_score, complete=s.complete,
                        final_score=s.scores[-1] if s.scores else None,
@@ -450,7 +509,8 @@ def compare(spec: CompareSpec, progress: Any = None) -> CompareResult:
     configs = run_configs(spec)
     out = Path(spec.out)
     out.mkdir(parents=True, exist_ok=True)
-    outcomes = execute(configs, jobs=spec.jobs, progress=progress)
+    outcomes = execute(configs, jobs=spec.jobs, progress=progress,
+                       stems_dir=out / "shared_round0" if spec.share_round0 else None)
     summaries = {}
     for o in outcomes:
         path = o.path

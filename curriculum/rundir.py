@@ -37,6 +37,10 @@ Extending a finished run (``--resume RUN --rounds N`` with a larger N) asks the 
 design its last round skipped and re-commits that round with ``amend_round``: the new round
 directory is built beside the old one from hard links plus the new design and state files, and
 swapped in by two renames; a resume after a crash between them restores the old directory.
+
+A fork (``RunDir.fork``, for ``compare``'s shared round 0) is a new run dir whose round 0 is
+hard-linked from a one-round stem run, with its own engineer state and manifest; its first
+resume asks the engineer for the design the stem skipped, as an extension does.
 """
 
 from __future__ import annotations
@@ -152,6 +156,48 @@ class RunDir:
         run = cls(path)
         atomic_write(path / "config.yaml", dump_config(config))
         return run
+
+    @classmethod
+    def fork(cls, stem: RunDir, config: RunConfig, *, engineer_state: dict[str, Any]) -> RunDir:
+        """A new run dir for ``config`` that starts after ``stem``'s committed round 0.
+
+        ``stem`` is a finished one-round run whose config equals ``config`` except the engineer
+        (and the name and round count), so its round 0 is exactly what this run's round 0 would
+        compute when round 0 does not depend on the engineer (``curriculum.stem``). The round
+        directory is hard-linked, its ``state.json`` gets this run's fresh ``engineer_state`` and
+        its manifest this config's fingerprint; round 0's design is then asked on the first
+        resume, as when extending a finished run (``loop._extend``). The new directory appears
+        by one rename, so a killed fork leaves nothing half-made behind."""
+        if stem.completed_rounds() != [0] or stem.checkpoint(0) is None:
+            raise RunDirError(f"{stem.path} is not a finished one-round run with its weights kept")
+        if stem.load_round(0).design is not None:
+            raise RunDirError(f"{stem.path}: round 0 already has a design; a stem must skip it")
+        final = Path(config.output_dir) / str(config.run_name)
+        if (final / "config.yaml").exists():
+            raise ConfigError(f"run directory {final} already exists; it cannot be forked again")
+        tmp = final.with_name(f".{final.name}.forking")
+        shutil.rmtree(tmp, ignore_errors=True)
+        (tmp / "rounds").mkdir(parents=True)
+        run = cls(tmp)
+        atomic_write(tmp / "config.yaml", dump_config(config))
+        for name in ("baseline_eval.json", "warmstart.json", "warmstart_eval.json"):
+            if (stem.path / name).is_file():
+                _link_or_copy(str(stem.path / name), str(tmp / name))
+        if stem.metrics_path.is_file():  # appended to later: a copy, never a link
+            shutil.copy2(stem.metrics_path, run.metrics_path)
+        target = run.round_dir(0)
+        shutil.copytree(stem.round_dir(0), target, copy_function=_link_or_copy)
+        state = stem.load_state(0)
+        state["engineer"] = engineer_state
+        write_json(target / "state.json", state)  # a new inode: the stem's file is untouched
+        write_manifest(target, 0, config=run.config_fingerprint())
+        write_json(tmp / "forked_from.json", {"stem": str(stem.path.resolve()), "rounds": [0]})
+        _fsync_dir(target)
+        if final.exists():  # an empty directory left by a run that never wrote its config
+            shutil.rmtree(final)
+        os.rename(tmp, final)
+        _fsync_dir(final.parent)
+        return cls(final)
 
     @classmethod
     def open(cls, path: str | Path) -> RunDir:

@@ -51,6 +51,11 @@ class DesignContext:
 class Engineer(ABC):
     """Base class. Subclasses implement ``design`` (the registry names them)."""
 
+    shapes_round0: ClassVar[bool] = False
+    """Round 0 (warm start, training, eval) depends on this engineer, so ``compare`` must not
+    start its runs from a round 0 shared with other engineers (``curriculum.stem``). Engineers
+    that add ``warmstart_examples`` count as such without saying so."""
+
     collective_design: ClassVar[bool] = False
     """Under several processes, ``design`` runs on every rank (to shard its work; the main process's
     return value is used, and only the main process may write); otherwise on the main process only."""

@@ -57,6 +57,8 @@ class SpadeEngineer(Engineer):
 
     collective_design = True
     """Under several processes the controller calls ``design`` on every rank (design calls are sharded)."""
+    shapes_round0 = True
+    """The designer's warm-start examples make round 0 SPADE's own."""
 
     def __init__(self, config: SpadeEngineerConfig, *, run_dir: str | None = None) -> None:
         super().__init__(config, run_dir=run_dir)
