@@ -100,15 +100,20 @@ def instrument(timers: Timers) -> None:
             timers.count["max_new_tokens"] = kwargs.get("generation_config").max_new_tokens \
                 if kwargs.get("generation_config") is not None else 0
 
+    def count_generated(trainer: Any, model: Any, inputs: dict[str, Any], *args: Any, **kwargs: Any) -> None:
+        # GRPO micro-batch as generated: (B, P) prompt + (B, C) completion, padded
+        timers.count["generated_tokens"] += int(inputs["completion_mask"].sum())
+        timers.count["generated_slots"] += inputs["completion_ids"].numel()
+        timers.count["loss_rows"] += inputs["completion_ids"].shape[0]
+
     def count_loss(trainer: Any, model: Any, inputs: dict[str, Any], *args: Any, **kwargs: Any) -> None:
-        if "completion_ids" in inputs:  # GRPO: (B, P) prompt + (B, C) completion, padded
-            processed = inputs["prompt_ids"].numel() + inputs["completion_ids"].numel()
-            real = int(inputs["prompt_mask"].sum() + inputs["completion_mask"].sum())
-            timers.count["generated_tokens"] += int(inputs["completion_mask"].sum())
-            timers.count["generated_slots"] += inputs["completion_ids"].numel()
-            timers.count["head_tokens"] += int(inputs["completion_mask"].sum())  # labelled rows only
+        # The rows the loss computes on: zero-advantage rows are left out (trainers/grpo.py).
+        processed = inputs["prompt_ids"].numel() + inputs["completion_ids"].numel()
+        real = int(inputs["prompt_mask"].sum() + inputs["completion_mask"].sum())
+        timers.count["head_tokens"] += int(inputs["completion_mask"].sum())  # labelled rows only
         timers.count["train_tokens"] += processed
         timers.count["train_real_tokens"] += real
+        timers.count["trained_rows"] += inputs["completion_ids"].shape[0]
 
     def count_sft_loss(model: Any, inputs: dict[str, Any], *args: Any, **kwargs: Any) -> None:
         # SFT: (B, T) padded input_ids; the head runs from the pass's first labelled position on.
@@ -121,7 +126,8 @@ def instrument(timers: Timers) -> None:
         timers.count["head_tokens"] += labels.shape[0] * (labels.shape[1] - first)
 
     timers.wrap(GenerationMixin, "generate", "generation", count_generation)
-    timers.wrap(GRPOTrainer, "compute_loss", "forward", count_loss)
+    timers.wrap(GRPOTrainer, "compute_loss", "forward", count_generated)
+    timers.wrap(GRPOTrainer, "_compute_loss", "loss_rows", count_loss)  # inside compute_loss: counts only
     # The warm start's loss is our completion-only head (a subclass overrides SFTTrainer's).
     timers.wrap(warmstart, "completion_nll", "forward", count_sft_loss)
     timers.wrap(Accelerator, "backward", "backward")
@@ -168,6 +174,9 @@ def report(title: str, timers: Timers, steps: int, sizes: tuple[int, int, int, b
             print(f"{name:<12}{per:9.2f}{per / total * steps:8.0%}{'':>10}{'':>9}{'':>8}")
     print(f"train tokens per step: {c['train_tokens'] // steps} processed, "
           f"{c['train_real_tokens'] // steps} real (padding {1 - c['train_real_tokens'] / max(c['train_tokens'], 1):.0%})")
+    if c["loss_rows"]:
+        print(f"loss rows per step: {c['trained_rows'] // steps} of {c['loss_rows'] // steps} through forward and "
+              "backward (the rest had advantage 0: trainer.skip_zero_advantage)")
     if c["generate_calls"]:
         print(f"generation per step: {c['generate_rows'] // steps} completions, "
               f"{c['generated_tokens'] // steps} tokens kept of {c['generated_slots'] // steps} decoded slots, "

@@ -18,6 +18,7 @@ We do not re-implement any of it. This adapter only:
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import math
 import os
@@ -69,6 +70,12 @@ class GRPOConfig(PluginConfig):
     """TRL loss aggregation."""
     scale_rewards: Literal["group", "batch", "none"] = "group"
     """Advantage normalisation: divide by the group's std (GRPO), the batch's, or not at all."""
+    skip_zero_advantage: bool = True
+    """Leave completions whose advantage is 0 (every completion of a group without reward
+    spread) out of the loss's forward and backward pass, rescaling the loss so that it and its
+    gradient are unchanged (``drop_zero_advantage_rows``). Exact when ``beta`` is 0, where such a
+    row adds exactly 0 to the loss; with ``beta`` > 0 the KL term makes every row count and
+    nothing is skipped. TRL's logged entropy and clip ratios then cover the kept rows only."""
     max_completion_length: int = Field(4096, ge=1)
     """Completion budget during training."""
     temperature: float = Field(1.0, gt=0.0, le=5.0)
@@ -112,6 +119,65 @@ class GRPOConfig(PluginConfig):
                 f"gradient_accumulation_steps ({self.gradient_accumulation_steps})"
             )
         return self
+
+
+LOSS_ROW_SCALE = {"grpo": "rows", "dr_grpo": "rows", "bnpo": "tokens", "dapo": "none"}
+"""How each TRL loss type normalises a micro-batch, and so how the loss of its kept rows is
+rescaled: ``rows`` (a mean over the B rows: x K/B), ``tokens`` (over its completion tokens: x
+kept tokens / all tokens), ``none`` (a normaliser over the whole generation batch,
+``num_items_in_batch``, that does not change)."""
+
+
+def drop_zero_advantage_rows(inputs: dict[str, Any], loss_type: str) -> tuple[dict[str, Any], float]:
+    """One micro-batch of TRL's GRPO loss without its zero-advantage rows, and the factor that
+    makes the kept rows' loss equal the full micro-batch's.
+
+    With no KL term, every loss type is a sum over rows of advantage x (a function of the row's
+    log-probs), divided by a normaliser; a row whose advantage is 0 (its whole group scored
+    alike) therefore adds exactly 0 to the loss and to every gradient, but costs a full forward
+    and backward. Dropping it changes only the normaliser, which the factor restores. At least
+    one row is kept, so the backward still writes (zero) gradients: AdamW steps a parameter with
+    a zero gradient but skips one without any, which would change its moments and step count."""
+    import torch
+
+    advantages = inputs["advantages"]  # (B,) or (B, T)
+    rows = advantages.shape[0]
+    keep = (advantages.reshape(rows, -1) != 0).any(dim=1).nonzero().flatten()  # (K,)
+    if len(keep) == rows:
+        return inputs, 1.0
+    if len(keep) == 0:
+        keep = torch.zeros(1, dtype=torch.long, device=advantages.device)
+    kept = {k: v.index_select(0, keep) if torch.is_tensor(v) and v.dim() > 0 and v.shape[0] == rows else v
+            for k, v in inputs.items()}
+    mode = LOSS_ROW_SCALE[loss_type]
+    if mode == "rows":
+        return kept, len(keep) / rows
+    if mode == "tokens":
+        def tokens(batch: dict[str, Any]) -> float:
+            mask = batch["completion_mask"] if "tool_mask" not in batch else batch["completion_mask"] * batch["tool_mask"]
+            return float(mask.sum().clamp(min=1.0))
+        return kept, tokens(kept) / tokens(inputs)
+    return kept, 1.0
+
+
+@functools.cache
+def grpo_trainer_class() -> type:
+    """``trl.GRPOTrainer`` with ``drop_zero_advantage_rows`` in its loss (when switched on and
+    exact: no KL term, no entropy masking, no auxiliary loss)."""
+    from trl import GRPOTrainer
+
+    class SkippingGRPOTrainer(GRPOTrainer):
+        skip_zero_advantage = True
+
+        def _compute_loss(self, model: Any, inputs: dict[str, Any]) -> Any:
+            if not (self.skip_zero_advantage and self.beta == 0.0 and self.top_entropy_quantile >= 1.0
+                    and not self.aux_loss_enabled and self.loss_type in LOSS_ROW_SCALE):
+                return super()._compute_loss(model, inputs)
+            kept, scale = drop_zero_advantage_rows(inputs, self.loss_type)
+            loss = super()._compute_loss(model, kept)
+            return loss if scale == 1.0 else loss * scale
+
+    return SkippingGRPOTrainer
 
 
 def _completion_text(completion: Any) -> str:
@@ -309,7 +375,6 @@ class GRPOTrainerAdapter(Trainer):
                     log: LogFn | None = None) -> dict[str, float]:
         from datasets import Dataset
         from transformers import PrinterCallback
-        from trl import GRPOTrainer
 
         by_index = list(tasks)
         warm, self._warm_metrics = self._warm_metrics, {}  # reported with the first round trained
@@ -339,7 +404,7 @@ class GRPOTrainerAdapter(Trainer):
 
         reward.__name__ = f"{testbed.name}_reward"
 
-        trainer = GRPOTrainer(
+        trainer = grpo_trainer_class()(
             model=self.model,
             reward_funcs=[reward],
             args=self._trl_args(len(by_index), seed),
@@ -348,6 +413,7 @@ class GRPOTrainerAdapter(Trainer):
             callbacks=[log_forwarder(log, round_index)],
             optimizers=(self.optimizer, _constant_schedule(self.optimizer)) if self.optimizer else (None, None),
         )
+        trainer.skip_zero_advantage = self.config.skip_zero_advantage
         # Progress and metrics go through our reporter and metrics.jsonl, not TRL's printer.
         trainer.remove_callback(PrinterCallback)
         with completion_positions_only():
