@@ -22,7 +22,10 @@ decoding (with the prompt's prefill at 2·N per prompt token). The floor of a ph
 ``ratio`` = measured / floor (1.0 = as fast as the GEMM benchmark). Decoding is bound by memory
 bandwidth and per-token overhead at small batch, not FLOPs, so its ratio is far above 1 by nature.
 
-Run: ``python benchmarks/grpo_step.py [--config F] [--steps 3] [--warmstart-steps 3] [--set k=v]``.
+Run: ``python benchmarks/grpo_step.py [--config F] [--steps 3] [--warmstart-steps 3] [--set k=v]``;
+``--warm-started`` times GRPO on the cached warm-started model (whose groups have reward spread,
+so ``trainer.skip_zero_advantage`` leaves fewer rows out than on the base model, where every
+completion scores 0).
 Numbers are printed, not asserted; take them on a quiet machine (``uptime``).
 """
 
@@ -188,6 +191,9 @@ def main() -> None:
     parser.add_argument("--config", type=Path, default=DEFAULT_CONFIG)
     parser.add_argument("--steps", type=int, default=3, help="GRPO steps to time (after 1 warm-up; 0: skip)")
     parser.add_argument("--warmstart-steps", type=int, default=3, help="SFT steps to time (0: skip)")
+    parser.add_argument("--warm-started", action="store_true",
+                        help="time GRPO on the config's warm-started model (from the warm-start cache, "
+                             "computed if absent) instead of the base model, whose completions all score 0")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     args = parser.parse_args()
 
@@ -230,6 +236,8 @@ def main() -> None:
     if not args.steps:
         trainer.close()
         return
+    if args.warm_started:
+        print("warm start:", trainer.prepare())
     tasks = testbed.sample(testbed.initial_proposal(__import__("numpy").random.default_rng(0)),
                            cfg.prompts_per_step * (args.steps + 1), seed=0)
     trainer.config = cfg.model_copy(update={"max_steps_per_round": 1})
