@@ -21,6 +21,7 @@ from curriculum.core.records import Design, RoundReport
 from curriculum.core.spaces import BucketSpace
 from curriculum.core.types import Completion, EvalReport
 from curriculum.registry import ENGINEERS, SHIPPED, fitting_pairs
+from curriculum.stem import shares_round0
 from engineers.base import DesignContext
 
 # Every shipped engineer and every one an installed package registers through an entry point (test
@@ -119,6 +120,31 @@ def test_engineer_same_seed_same_design(name, testbed_name, tmp_path):
         try:
             engineer.on_run_start(testbed, proposal)
             design = engineer.design(_context(testbed, 7, proposal, [_report(testbed, 0, proposal, 0.3)]))
+            designs.append(testbed.project(design.raw, proposal)[0].model_dump())
+        finally:
+            engineer.close()
+    assert designs[0] == designs[1]
+
+
+@pytest.mark.parametrize(("name", "testbed_name"),
+                         [(e, t) for e, t in PAIRS if shares_round0(ENGINEERS.get(e).load())])
+def test_engineer_started_from_a_shared_round0_designs_as_its_own_run(name, testbed_name, tmp_path):
+    """``compare``'s fork (``curriculum.stem``) gives a run the fresh engineer's ``state_dict`` with
+    round 0's record; loaded, then ``on_run_start`` and the round-0 design, it must design what
+    an engineer that ran round 0 itself designs."""
+    testbed = _testbed(testbed_name)
+    designs = []
+    for run in ("own", "forked"):
+        engineer = _make(name, tmp_path / run)
+        proposal = testbed.initial_proposal(np.random.default_rng(0))
+        try:
+            if run == "forked":
+                fresh = _make(name, tmp_path / "fresh")
+                state = json.loads(json.dumps(fresh.state_dict()))
+                fresh.close()
+                engineer.load_state_dict(state)
+            engineer.on_run_start(testbed, proposal)
+            design = engineer.design(_context(testbed, 5, proposal, [_report(testbed, 0, proposal, 0.3)]))
             designs.append(testbed.project(design.raw, proposal)[0].model_dump())
         finally:
             engineer.close()
