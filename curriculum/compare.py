@@ -44,7 +44,7 @@ from curriculum.registry import ENGINEERS
 from curriculum.report import (RunSummary, plot_distribution, plot_final_by_size, plot_score_curves,
                                bucket_order, rates_by_size)
 
-from curriculum.rundir import RunDir, write_json
+from curriculum.rundir import RunDir, run_path, write_json
 from curriculum.stem import fork_member, plan_stems
 from curriculum.stats import bootstrap_mean_ci, bootstrap_mean_ci_columns, pairwise_differences
 
@@ -188,7 +188,7 @@ def run_configs(spec: CompareSpec) -> dict[tuple[str, int], RunConfig]:
 
 def run_status(config: RunConfig) -> str:
     """``new``, ``resume`` or ``done`` for a run's directory; raises ConfigError on a mismatch."""
-    path = Path(config.output_dir) / str(config.run_name)
+    path = run_path(config)
     if not (path / "config.yaml").is_file():
         return "new"
     run = RunDir.open(path)
@@ -227,7 +227,7 @@ def _run_one(config_data: dict[str, Any], status: str,
     from curriculum.loop import run
 
     config = validate_config(config_data)
-    path = Path(config.output_dir) / str(config.run_name)
+    path = run_path(config)
     start = time.perf_counter()
     if status == "new" and path.exists():
         shutil.rmtree(path)  # created but never got its config.yaml: nothing committed
@@ -262,7 +262,7 @@ def execute(configs: dict[tuple[str, int], RunConfig], jobs: int = 1,
     outcomes: dict[tuple[str, int], RunOutcome] = {}
     todo: list[tuple[tuple[str, int], str]] = []
     for key, config in configs.items():
-        path = Path(config.output_dir) / str(config.run_name)
+        path = run_path(config)
         status = run_status(config)
         if status == "done":
             outcomes[key] = RunOutcome(key[0], key[1], path, "reused")
@@ -272,10 +272,11 @@ def execute(configs: dict[tuple[str, int], RunConfig], jobs: int = 1,
     # Seed-major order: a comparison cut short still has every engineer on the first seeds.
     todo.sort(key=lambda item: item[0][1])
     # Runs with no committed round yet may start from a stem (a cut comparison's too).
-    unstarted = {k for k, s in todo if s == "new" or not RunDir(_run_path(configs[k])).completed_rounds()}
+    unstarted = {k for k, s in todo if s == "new" or not RunDir(run_path(configs[k])).completed_rounds()}
     stems = plan_stems(configs, unstarted, stems_dir) if stems_dir else {}
     member_of = {key: name for name, stem in stems.items() for key in stem.members}
-    stems_done = {name for name, stem in stems.items() if run_status(stem.config) == "done"}
+    stem_status = {name: run_status(stem.config) for name, stem in stems.items()}
+    stems_done = {name for name, status in stem_status.items() if status == "done"}
 
     def finish(key: Any, status: str, result: Any, error: str | None) -> None:
         if isinstance(key, str):  # a stem: its members start from it once it is done
@@ -286,7 +287,7 @@ def execute(configs: dict[tuple[str, int], RunConfig], jobs: int = 1,
                                          stem.config.seed, stem.path, "failed" if error else status,
                                          seconds=result[1] if result else 0.0, error=error))
             return
-        path = Path(configs[key].output_dir) / str(configs[key].run_name)
+        path = run_path(configs[key])
         if error is None:
             outcomes[key] = RunOutcome(key[0], key[1], path, "resumed" if status == "resume" else "new",
                                        seconds=result[1])
@@ -297,8 +298,8 @@ def execute(configs: dict[tuple[str, int], RunConfig], jobs: int = 1,
     # First the stems and every run that needs none, by seed; then the stems' members, which
     # resume after the stem's round 0 (reported as new). A member of a failed stem runs its own.
     first: list[tuple[Any, RunConfig, str, str]] = [
-        (name, stem.config, status, status) for name, stem in stems.items() if name not in stems_done
-        for status in [run_status(stem.config)]]
+        (name, stem.config, stem_status[name], stem_status[name]) for name, stem in stems.items()
+        if name not in stems_done]
     first += [(key, configs[key], status, status) for key, status in todo if key not in member_of]
     first.sort(key=lambda item: (item[1].seed, not isinstance(item[0], str)))
     _run_all(first, jobs, finish)
@@ -311,8 +312,8 @@ def execute(configs: dict[tuple[str, int], RunConfig], jobs: int = 1,
             second.append((key, configs[key], status, status))
             continue
         try:
-            if _run_path(configs[key]).exists():  # started before, nothing committed
-                shutil.rmtree(_run_path(configs[key]))
+            if run_path(configs[key]).exists():  # started before, nothing committed
+                shutil.rmtree(run_path(configs[key]))
             fork_member(stem, configs[key])
         except Exception:  # noqa: BLE001 - reported per run; a rerun forks it again
             finish(key, status, None, f"starting the run from the shared round 0 {stem.path} failed:\n"
@@ -321,10 +322,6 @@ def execute(configs: dict[tuple[str, int], RunConfig], jobs: int = 1,
         second.append((key, configs[key], "resume", "new"))
     _run_all(second, jobs, finish)
     return [outcomes[key] for key in configs]
-
-
-def _run_path(config: RunConfig) -> Path:
-    return Path(config.output_dir) / str(config.run_name)
 
 
 def _run_all(items: list[tuple[Any, RunConfig, str, str]], jobs: int,

@@ -135,6 +135,11 @@ def _to_jsonable(value: Any) -> Any:
     return value
 
 
+def run_path(config: RunConfig) -> Path:
+    """Where a config with an explicit ``run_name`` keeps its run directory."""
+    return Path(config.output_dir) / str(config.run_name)
+
+
 class RunDir:
     """A run directory on disk."""
 
@@ -172,7 +177,7 @@ class RunDir:
             raise RunDirError(f"{stem.path} is not a finished one-round run with its weights kept")
         if stem.load_round(0).design is not None:
             raise RunDirError(f"{stem.path}: round 0 already has a design; a stem must skip it")
-        final = Path(config.output_dir) / str(config.run_name)
+        final = run_path(config)
         if (final / "config.yaml").exists():
             raise ConfigError(f"run directory {final} already exists; it cannot be forked again")
         tmp = final.with_name(f".{final.name}.forking")

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from curriculum.config import RunConfig, validate_config
 from curriculum.registry import ENGINEERS
-from curriculum.rundir import RunDir
+from curriculum.rundir import RunDir, run_path
 from engineers.base import Engineer
 
 
@@ -55,7 +55,7 @@ class Stem:
 
     @property
     def path(self) -> Path:
-        return Path(self.config.output_dir) / str(self.config.run_name)
+        return run_path(self.config)
 
 
 def plan_stems(configs: dict[tuple[str, int], RunConfig], new: set[tuple[str, int]],
@@ -64,7 +64,8 @@ def plan_stems(configs: dict[tuple[str, int], RunConfig], new: set[tuple[str, in
     ``round0_key``, one stem per group of at least two runs (a single run gains nothing) or
     whose stem exists already (a comparison cut before all its runs started)."""
     groups: dict[str, list[tuple[str, int]]] = {}
-    for key in sorted(new, key=lambda k: (k[1], list(configs).index(k))):
+    order = {key: i for i, key in enumerate(configs)}
+    for key in sorted(new, key=lambda k: (k[1], order[k])):
         if configs[key].rounds > 1 and shares_round0(ENGINEERS.get(key[0]).load()):
             groups.setdefault(round0_key(configs[key]), []).append(key)
     stems = {}
@@ -82,9 +83,8 @@ def plan_stems(configs: dict[tuple[str, int], RunConfig], new: set[tuple[str, in
 def _saved_or(config: RunConfig) -> RunConfig:
     """An existing stem keeps the config it was started with (its engineer may be another
     member's: any member computes the same round 0)."""
-    path = Path(config.output_dir) / str(config.run_name)
-    if (path / "config.yaml").is_file():
-        return RunDir.open(path).saved_config()
+    if (run_path(config) / "config.yaml").is_file():
+        return RunDir.open(run_path(config)).saved_config()
     return config
 
 

@@ -110,20 +110,24 @@ def test_engineer_contract(name, testbed_name, tmp_path):
         engineer.close()
 
 
+def _round0_design(name: str, testbed, run_dir: Path, seed: int, state: dict | None = None) -> dict:
+    """A new engineer's design after round 0 (projected); ``state``: loaded first, as a resume does."""
+    engineer = _make(name, run_dir)
+    proposal = testbed.initial_proposal(np.random.default_rng(0))
+    try:
+        if state is not None:
+            engineer.load_state_dict(state)
+        engineer.on_run_start(testbed, proposal)
+        design = engineer.design(_context(testbed, seed, proposal, [_report(testbed, 0, proposal, 0.3)]))
+        return testbed.project(design.raw, proposal)[0].model_dump()
+    finally:
+        engineer.close()
+
+
 @pytest.mark.parametrize(("name", "testbed_name"), PAIRS)
 def test_engineer_same_seed_same_design(name, testbed_name, tmp_path):
     testbed = _testbed(testbed_name)
-    designs = []
-    for run in ("x", "y"):
-        engineer = _make(name, tmp_path / run)
-        proposal = testbed.initial_proposal(np.random.default_rng(0))
-        try:
-            engineer.on_run_start(testbed, proposal)
-            design = engineer.design(_context(testbed, 7, proposal, [_report(testbed, 0, proposal, 0.3)]))
-            designs.append(testbed.project(design.raw, proposal)[0].model_dump())
-        finally:
-            engineer.close()
-    assert designs[0] == designs[1]
+    assert _round0_design(name, testbed, tmp_path / "x", 7) == _round0_design(name, testbed, tmp_path / "y", 7)
 
 
 @pytest.mark.parametrize(("name", "testbed_name"),
@@ -133,19 +137,8 @@ def test_engineer_started_from_a_shared_round0_designs_as_its_own_run(name, test
     round 0's record; loaded, then ``on_run_start`` and the round-0 design, it must design what
     an engineer that ran round 0 itself designs."""
     testbed = _testbed(testbed_name)
-    designs = []
-    for run in ("own", "forked"):
-        engineer = _make(name, tmp_path / run)
-        proposal = testbed.initial_proposal(np.random.default_rng(0))
-        try:
-            if run == "forked":
-                fresh = _make(name, tmp_path / "fresh")
-                state = json.loads(json.dumps(fresh.state_dict()))
-                fresh.close()
-                engineer.load_state_dict(state)
-            engineer.on_run_start(testbed, proposal)
-            design = engineer.design(_context(testbed, 5, proposal, [_report(testbed, 0, proposal, 0.3)]))
-            designs.append(testbed.project(design.raw, proposal)[0].model_dump())
-        finally:
-            engineer.close()
-    assert designs[0] == designs[1]
+    fresh = _make(name, tmp_path / "fresh")
+    state = json.loads(json.dumps(fresh.state_dict()))
+    fresh.close()
+    assert _round0_design(name, testbed, tmp_path / "forked", 5, state) == \
+        _round0_design(name, testbed, tmp_path / "own", 5)
