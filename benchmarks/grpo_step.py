@@ -18,7 +18,8 @@ positions (``trainers/warmstart.completion_nll``, ``trainers/grpo.completion_pos
 trainable layers only, input and weight gradients (4·N_train·T), plus the input gradient of the
 frozen head (2·N_head·T_head); the forward stays 2·(N − N_head)·T + 2·N_head·T_head. Decoding is
 2·N per generated token for
-decoding (with the prompt's prefill at 2·N per prompt token). The floor of a phase is its FLOPs / R;
+decoding (with the prompt's prefill at 2·N per prompt token; GRPO's repeated prompts are prefilled
+once per distinct prompt, ``trainers/generation.share_prompt_prefill``). The floor of a phase is its FLOPs / R;
 ``ratio`` = measured / floor (1.0 = as fast as the GEMM benchmark). Decoding is bound by memory
 bandwidth and per-token overhead at small batch, not FLOPs, so its ratio is far above 1 by nature.
 
@@ -68,19 +69,24 @@ class Timers:
     def __init__(self) -> None:
         self.seconds: dict[str, float] = defaultdict(float)
         self.count: dict[str, int] = defaultdict(int)
+        self.active: dict[str, int] = defaultdict(int)
 
     def wrap(self, owner: Any, name: str, phase: str, on_call: Any = None) -> None:
         original = getattr(owner, name)
         timers = self
 
         def timed(*args: Any, **kwargs: Any) -> Any:
+            if timers.active[phase]:  # nested in a call already timed as this phase
+                return original(*args, **kwargs)
             if on_call is not None:
                 on_call(*args, **kwargs)
+            timers.active[phase] += 1
             t0 = time.perf_counter()
             try:
                 return original(*args, **kwargs)
             finally:
                 timers.seconds[phase] += time.perf_counter() - t0
+                timers.active[phase] -= 1
 
         setattr(owner, name, timed)
 
@@ -92,12 +98,18 @@ def instrument(timers: Timers) -> None:
     from transformers import GenerationMixin
     from trl import GRPOTrainer, SFTTrainer
 
-    from trainers import warmstart
+    from trainers import generation, warmstart
 
     def count_generation(model: Any, *args: Any, **kwargs: Any) -> None:
         ids = kwargs.get("input_ids")
         if ids is not None:
-            timers.count["prompt_tokens"] += ids.numel()
+            prompt_rows = ids.shape[0]
+            if kwargs.get("shared_prefill") and kwargs.get("attention_mask") is not None:
+                # Prefill over the distinct prompts, plus each row's last prompt token.
+                prompt_rows = generation.distinct_prompts(ids, kwargs["attention_mask"])[0].shape[0]
+                timers.count["prompt_tokens"] += ids.shape[0] - prompt_rows
+                ids = ids[:, :-1]
+            timers.count["prompt_tokens"] += prompt_rows * ids.shape[1]
             timers.count["generate_calls"] += 1
             timers.count["generate_rows"] += ids.shape[0]
             timers.count["max_new_tokens"] = kwargs.get("generation_config").max_new_tokens \
@@ -129,6 +141,10 @@ def instrument(timers: Timers) -> None:
         timers.count["head_tokens"] += labels.shape[0] * (labels.shape[1] - first)
 
     timers.wrap(GenerationMixin, "generate", "generation", count_generation)
+    # GRPO's repeated prompts are prefilled once each, outside GenerationMixin.generate (timed as
+    # generation too; the inner generate call then counts as part of it).
+    timers.wrap(generation, "generate_sharing_prompts", "generation",
+                lambda model, generate, **kwargs: count_generation(model, shared_prefill=True, **kwargs))
     timers.wrap(GRPOTrainer, "compute_loss", "forward", count_generated)
     timers.wrap(GRPOTrainer, "_compute_loss", "loss_rows", count_loss)  # inside compute_loss: counts only
     # The warm start's loss is our completion-only head (a subclass overrides SFTTrainer's).

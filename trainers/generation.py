@@ -3,6 +3,10 @@
 * ``TransformersPolicy`` — batched ``model.generate`` with left padding (CPU, or GPU without vLLM).
 * ``VLLMPolicy`` — a vLLM engine over a saved checkpoint (GPU, when vllm is installed).
 
+``share_prompt_prefill(model)`` makes the transformers path compute each distinct prompt once:
+GRPO samples ``num_generations`` completions per prompt, and ``model.generate`` would otherwise run
+the prompt's forward pass ("prefill") once per sample (vLLM caches shared prefixes itself).
+
 Both implement the ``testbeds.base.Policy`` protocol: ``generate(tasks) -> [Completion]``, one
 completion per task, in order, with token counts from the policy's own tokenizer.
 """
@@ -10,7 +14,9 @@ completion per task, in order, with token counts from the policy's own tokenizer
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib.util
+import inspect
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
@@ -136,6 +142,79 @@ def _strip_after_eos(ids: list[int], eos: int | None, pad: int | None) -> list[i
     while ids and pad is not None and ids[-1] == pad and pad != eos:
         ids = ids[:-1]
     return ids
+
+
+def distinct_prompts(input_ids: Any, attention_mask: Any) -> tuple[Any, Any, Any]:
+    """The distinct rows of a left-padded prompt batch: ``(ids (U, T), mask (U, T), inverse (B,))``
+    with ``ids[inverse] == input_ids`` (rows compare ids and mask together)."""
+    import torch
+
+    rows, inverse = torch.unique(torch.cat([input_ids, attention_mask.to(input_ids.dtype)], dim=1),
+                                 dim=0, return_inverse=True)  # (U, 2T), (B,)
+    width = input_ids.shape[1]
+    return rows[:, :width], rows[:, width:].to(attention_mask.dtype), inverse
+
+
+def generate_sharing_prompts(model: Any, generate: Callable[..., Any], **kwargs: Any) -> Any:
+    """``generate(input_ids=..., attention_mask=..., **kwargs)`` with the prompt's forward pass
+    run once per distinct (left-padded) prompt row instead of once per row.
+
+    The prompts' key/value cache is computed on the distinct rows (all tokens but the last, as
+    ``generate`` continues from the last one), then gathered into one cache row per input row;
+    ``generate`` then starts from that cache. Position ids follow ``generate``'s own rule for left
+    padding (cumulative mask - 1; padding at 1), so every row sees the numbers a plain call would.
+    Falls back to the plain call when no row repeats, or when the call brings its own cache,
+    embeddings, beams or several sequences per row (their caches would need expanding too).
+    """
+    import torch
+    from transformers import DynamicCache
+
+    input_ids, attention_mask = kwargs.get("input_ids"), kwargs.get("attention_mask")
+    config = kwargs.get("generation_config") or getattr(model, "generation_config", None)
+    beams = kwargs.get("num_beams", getattr(config, "num_beams", 1) or 1)
+    per_row = kwargs.get("num_return_sequences", getattr(config, "num_return_sequences", 1) or 1)
+    plain = functools.partial(generate, **kwargs)
+    if (attention_mask is None or input_ids is None or input_ids.dim() != 2 or input_ids.shape[1] < 2
+            or beams != 1 or per_row != 1
+            or any(k in kwargs for k in ("past_key_values", "cache", "inputs_embeds", "inputs"))):
+        return plain()
+    ids, mask, inverse = distinct_prompts(input_ids, attention_mask)
+    if ids.shape[0] == input_ids.shape[0]:
+        return plain()
+    positions = mask.long().cumsum(-1) - 1  # (U, T)
+    positions.masked_fill_(mask == 0, 1)
+    cache = DynamicCache(config=model.config)
+    # transformers 5.x renamed `past_key_values` to `cache` (the old name warns); PEFT wrappers
+    # hide the signature, so read it from the underlying model's class.
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    params = inspect.signature(type(base).forward).parameters
+    cache_arg = {"cache": cache} if "cache" in params else {"past_key_values": cache}
+    head = {"logits_to_keep": 1} if "logits_to_keep" in params else {}
+    with torch.no_grad():
+        model(input_ids=ids[:, :-1], attention_mask=mask[:, :-1], position_ids=positions[:, :-1],
+              use_cache=True, **cache_arg, **head)
+    cache.batch_select_indices(inverse)  # (U, ...) -> (B, ...): one cache row per input row
+    return generate(**kwargs, **cache_arg)
+
+
+def share_prompt_prefill(model: Any) -> Any:
+    """Route ``model.generate`` through ``generate_sharing_prompts`` (idempotent; TRL's GRPO
+    calls ``model.generate`` with each prompt repeated ``num_generations`` times)."""
+    if getattr(model.generate, "shares_prompt_prefill", False):
+        return model
+
+    def original(*args: Any, **kwargs: Any) -> Any:
+        return type(model).generate(model, *args, **kwargs)  # looked up per call (profilers patch it)
+
+    @functools.wraps(type(model).generate)
+    def generate(*args: Any, **kwargs: Any) -> Any:
+        if args:  # positional inputs: the plain call
+            return original(*args, **kwargs)
+        return generate_sharing_prompts(model, original, **kwargs)
+
+    generate.shares_prompt_prefill = True  # type: ignore[attr-defined]
+    model.generate = generate
+    return model
 
 
 class VLLMPolicy:

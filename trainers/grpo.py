@@ -37,7 +37,8 @@ from curriculum.core.types import Completion, Policy, Task
 from testbeds.base import Testbed
 from trainers.base import LogFn, Trainer
 from trainers.bucket_stats import bucket_metrics
-from trainers.generation import TransformersPolicy, VLLMPolicy, VLLMServerPolicy, choose_backend
+from trainers.generation import (TransformersPolicy, VLLMPolicy, VLLMServerPolicy, choose_backend,
+                                 share_prompt_prefill)
 from trainers.models import load_model, resolve_model_path
 from trainers.precision import BF16Setting, resolve_bf16
 from trainers.warmstart import WarmStartConfig
@@ -224,6 +225,8 @@ class GRPOTrainerAdapter(Trainer):
                                                 str(model_dir) if model_dir else None)
         if self.run_config.model.lora is not None:
             self.model = self._wrap_lora(self.model, model_dir)
+        # TRL's transformers generation repeats each prompt num_generations times: prefill each once.
+        share_prompt_prefill(self.model)
         # Keep the KL reference at the starting model, whatever checkpoint we resumed from.
         self.model.config._name_or_path = self.start_path
         if self.config.keep_optimizer_state:
