@@ -37,8 +37,13 @@ from curriculum.core.types import Completion, Policy, Task
 from testbeds.base import Testbed
 from trainers.base import LogFn, Trainer
 from trainers.bucket_stats import bucket_metrics
-from trainers.generation import (TransformersPolicy, VLLMPolicy, VLLMServerPolicy, choose_backend,
-                                 share_prompt_prefill)
+from trainers.generation import (
+    TransformersPolicy,
+    VLLMPolicy,
+    VLLMServerPolicy,
+    choose_backend,
+    share_prompt_prefill,
+)
 from trainers.models import load_model, resolve_model_path
 from trainers.precision import BF16Setting, resolve_bf16
 from trainers.warmstart import WarmStartConfig

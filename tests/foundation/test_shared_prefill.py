@@ -56,7 +56,7 @@ def test_plain_call_when_no_prompt_repeats_or_a_cache_is_given(model_and_batch):
     import torch
     from transformers import DynamicCache
 
-    model, tokenizer, batch = model_and_batch
+    model, _tokenizer, batch = model_and_batch
     unique = {k: v[:3] for k, v in batch.items()}
     calls: list[dict] = []
 
