@@ -14,7 +14,8 @@ Token counts (``Work``: generated, decode steps, prefilled, trained), for one ro
                    SPADE   designs in calls of generation.batch_size rows; episodes turn by turn in
                            calls of play.batch_size rows, every episode max_turns turns long and
                            every turn at max_new_tokens_per_turn (conservative: most stop earlier)
-    prefilled  = prompts x PROMPT_TOKENS (GRPO and eval) + the engineer's prompts (SPADE counts its own)
+    prefilled  = prompts x PROMPT_TOKENS (GRPO and eval; a GRPO prompt once for all its samples)
+                 + the engineer's prompts (SPADE counts its own)
     trained    = training samples x (PROMPT_TOKENS + max completion tokens)
 
 once, before round 0 (``eval_before_training``): the baseline eval, and a second eval after a warm
@@ -57,7 +58,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from curriculum.config import RunConfig
 
@@ -246,6 +247,9 @@ def training_work(config: RunConfig) -> Work:
                                                      / trainer.prompts_per_step)
     rows = trainer.prompts_per_step * trainer.num_generations  # one generate call per optimizer step
     rollouts = generate_work(steps * rows, trainer.max_completion_length, rows)
+    # A prompt is prefilled once for its num_generations samples (trainers/generation's
+    # share_prompt_prefill; vLLM's prefix cache on a GPU).
+    rollouts = replace(rollouts, prefilled=steps * trainer.prompts_per_step * PROMPT_TOKENS)
     return rollouts + Work(trained=steps * rows * (PROMPT_TOKENS + trainer.max_completion_length))
 
 

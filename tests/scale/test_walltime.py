@@ -43,6 +43,7 @@ def test_grpo_rows_of_one_step_decode_together():
     assert budget.round.generated == 2 * 16 * 100
     assert budget.round.decode_steps == 2 * 100  # one call of 4 x 4 rows per optimizer step
     assert budget.round.trained == 2 * 16 * (PROMPT_TOKENS + 100)
+    assert budget.round.prefilled == 2 * 4 * PROMPT_TOKENS  # each prompt once for its 4 samples
 
 
 def test_doubling_the_rows_at_fixed_tokens_halves_the_step_term():
