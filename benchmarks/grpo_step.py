@@ -103,13 +103,13 @@ def instrument(timers: Timers) -> None:
     def count_generation(model: Any, *args: Any, **kwargs: Any) -> None:
         ids = kwargs.get("input_ids")
         if ids is not None:
-            prompt_rows = ids.shape[0]
             if kwargs.get("shared_prefill") and kwargs.get("attention_mask") is not None:
-                # Prefill over the distinct prompts, plus each row's last prompt token.
-                prompt_rows = generation.distinct_prompts(ids, kwargs["attention_mask"])[0].shape[0]
-                timers.count["prompt_tokens"] += ids.shape[0] - prompt_rows
-                ids = ids[:, :-1]
-            timers.count["prompt_tokens"] += prompt_rows * ids.shape[1]
+                # The distinct prompts but their last token, then every row's last prompt token
+                # (generate's first step).
+                distinct = generation.distinct_prompts(ids, kwargs["attention_mask"])[0].shape[0]
+                timers.count["prompt_tokens"] += distinct * (ids.shape[1] - 1) + ids.shape[0]
+            else:
+                timers.count["prompt_tokens"] += ids.numel()
             timers.count["generate_calls"] += 1
             timers.count["generate_rows"] += ids.shape[0]
             timers.count["max_new_tokens"] = kwargs.get("generation_config").max_new_tokens \
