@@ -34,9 +34,9 @@ HISTORY: dict[str, str] = {
     r"\bhelper agents?\b": "who ran what",
     r"\bthe (SPADE|other|lead's) helper\b": "who ran what",
     r"\bhelper's\b|\bhelpers'": "who ran what",
-    r"\bhelpers (ran|shared|were)\b": "who ran what",
+    r"\bhelpers (ran|were)\b": "who ran what",
     r"\bthe lead\b|\blead's\b": "who ran what",
-    r"\bI (ran|stopped|measured|turned|killed|copied)\b": "who ran what",
+    r"\bI (stopped|measured|turned|killed|copied)\b": "who ran what",
     r"\bmy (unit )?tests\b": "who ran what",
     r"\b(stop|closing|hand-?over) note\b": "a hand-over note",
     r"\bdev(elopment)? machine\b": "the machine the project was developed on",
@@ -78,6 +78,7 @@ PRODUCT = [
     "helpers for single-player text games (``extract_boxed``, ``normalize_answer``).",
     "The eight checks, in the order of the Trainee-to-Trainer paper.",
     "Measured on AMD EPYC, 2 cores, 69 GFLOP/s: 35:14 fresh.",
+    "left wall. Unfortunately I ran out of space to write the code.",  # a model's answer (fixture)
 ]
 
 # This file holds the word list and the quoted lines, so it is the one file the scan skips.
@@ -158,7 +159,7 @@ def test_figure_check_fails_when_a_readme_number_changes(tmp_path):
     assert len(figures) >= 10, "the README should state the demo's measured numbers"
     # Change each kind of figure once: a percentage, a wall time, a rate.
     for old in [f for f in ("22.2 %", "35:14", "69 GFLOP/s") if f in readme]:
-        changed = readme.replace(old, old.replace("2", "3", 1).replace("5", "6", 1), 1)
+        changed = readme.replace(old, _bump(old, check.figures(results, code=True), check.figures), 1)
         assert changed != readme
         assert check.missing_figures(changed, results), f"changing {old!r} went unnoticed"
     # And end to end: the script exits 1 on a README whose number differs.
@@ -168,6 +169,17 @@ def test_figure_check_fails_when_a_readme_number_changes(tmp_path):
     done = subprocess.run([sys.executable, str(ROOT / "scripts" / "check_readme_figures.py"),
                            "--root", str(tmp_path)], capture_output=True, text=True)
     assert done.returncode == 1 and "34:14" in done.stdout
+
+
+def _bump(figure: str, taken: set[str], figures) -> str:
+    """``figure`` with its last digit changed to a value the results page does not state
+    (``"22.2 %"`` → ``"22.3 %"``; ``"69 GFLOP/s"`` skips ``"60"`` and ``"70"``, which it does)."""
+    i = max(i for i, c in enumerate(figure) if c.isdigit())
+    for step in range(1, 10):
+        new = figure[:i] + str((int(figure[i]) + step) % 10) + figure[i + 1:]
+        if not figures(new) & taken:
+            return new
+    raise AssertionError(f"every neighbour of {figure!r} is on the results page")
 
 
 def test_figures_are_read_as_figures():
