@@ -10,8 +10,7 @@ export TOKENIZERS_PARALLELISM = false
 # buffer to the OS, so each step re-faulted its pages: 3.0M page faults and 7.5 s of system time
 # per SFT step of 8 x 240 tokens (28% of the warm start's CPU time). Buffers up to 64 MB now come
 # from the heap, two arenas bound its fragmentation: 0.6M faults, 2.4 s per step, peak RSS
-# 6.1 -> 7.5 GB. (The real-learner compare's two workers ran with the 1 MB threshold:
-# docs/results.md.)
+# 6.1 -> 7.5 GB.
 export MALLOC_MMAP_THRESHOLD_ = 67108864
 export MALLOC_TRIM_THRESHOLD_ = 268435456
 export MALLOC_ARENA_MAX = 2

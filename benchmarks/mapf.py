@@ -1,11 +1,11 @@
-"""MAPF-FrozenLake speed benchmarks (acceptance targets of issue 3 in brackets).
+"""MAPF-FrozenLake speed benchmarks (targets in brackets).
 
 1. Generation: a 4000-instance, 2-agent training round from a random config over mixed sizes
    (both cores) [< 20 s].
 2. Solver: 10x10 maps with 15–25% holes, 2–5 agents, uniform random starts/goals; median, p99
    and max milliseconds and the status counts [5 agents, 400 instances: median < 2 ms,
-   p99 < 100 ms, no budget exhaustion; issue 15's goal: p99 ≤ 5.4 ms, the C++ CBSH2-RTC
-   figure measured on this machine, every instance decided].
+   p99 < 100 ms, no budget exhaustion; the C++ CBSH2-RTC reference: p99 ≤ 5.4 ms with every instance
+   decided (docs/results.md, "MAPF solver against the C++ reference")].
 3. Dense tiny maps: 4x4–7x7 with 20–35% holes, 3–5 agents, the default budget (20,000 CBS
    nodes, 5 s — counted here as 5 s of CPU, so that a loaded machine does not cut searches
    short); per size and agent count the decided fraction (solved or proven unsolvable within

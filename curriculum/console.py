@@ -210,7 +210,7 @@ def proposal_table(proposal: dict[str, Any]) -> Table | str:
 
 def headline_table(report: EvalReport) -> Table | None:
     """The papers' headline numbers: valid % and optimal % per suite (agent count), in [0, 100] as
-    the paper's tables print them (SPEC §1.8 compares against 100 x the 3-agent rates), next to the
+    the paper's tables print them (the Trainee-to-Trainer paper compares 100 x the 3-agent rates), next to the
     pooled score. ``None`` when the report has no per-suite ``valid_rate/<suite>``."""
     suites = [key.split("/")[1] for key in report.metrics
               if key.count("/") == 1 and key.startswith("valid_rate/")]

@@ -77,13 +77,13 @@ CPU_TRAIN_UTILISATION = 0.70
 """Share of the measured matmul FLOP/s that a training forward and backward pass, and a prompt's
 prefill, reaches on a CPU. Calibrated on the MAPF CPU demo's warm-start step on the 2-core AVX2
 machine (65-70 GFLOP/s): 8 x ~244 tokens at 2N + 4N·15/30 FLOPs per token in 21.1 s, 0.71-0.77;
-with every layer trained (6N) in 29.4 s, 0.77-0.82 (docs/results.md, 2f)."""
+with every layer trained (6N) in 29.4 s, 0.77-0.82 (docs/results.md, "How fast is each stage")."""
 WARMSTART_FILL = 0.43
 """Tokens of one warm-start example over PROMPT_TOKENS + trainer.max_completion_length (a
 reference answer is shorter than the completion limit, a prompt often shorter than PROMPT_TOKENS):
 the mean of the two CPU demos' measured ratios. MAPF: ~244 / (400 + 128) = 0.46. SPADE games:
-48 design examples of ~826 tokens and 96 agent moves of ~133 (the token counts of
-docs/results.md's session 4 warm start), 364 / (400 + 512) = 0.40."""
+48 design examples of ~826 tokens and 96 agent moves of ~133 (token counts of a SPADE games
+warm start on the long library games), 364 / (400 + 512) = 0.40."""
 ROUND_OVERHEAD_S = 20.0
 """Per round: sampling the tasks, building the trainer, committing the checkpoint."""
 SIMULATED_ROUND_S = 2.0

@@ -1,7 +1,7 @@
 """``fixed``: keep the starting proposal for every round (training without a curriculum).
 
 With the testbed's default random cold start (MAPF-FrozenLake: ``testbed.initial_proposal:
-random``) this is the Trainee-to-Trainer paper's baseline "Qwen3-4B + GRPO (random)" (SPEC §1.8):
+random``) this is the Trainee-to-Trainer paper's baseline "Qwen3-4B + GRPO (random)":
 the same backbone and training procedure with the *random round-0 config kept fixed for every
 round* and no engineer. ``configs/mapf_qwen3_4b_baseline.yaml`` is that baseline at the paper's
 scale. With an explicit ``testbed.initial_proposal`` it is a fixed hand-chosen distribution

@@ -20,7 +20,7 @@ Rule (per bucket b of the testbed's bucket space; ``testbeds.buckets``):
    Learnability", 2025, arXiv:2502.12272; smaller T concentrates on the top buckets). When every
    L_b = 0 the budget is uniform.
 
-Knobs are left as they are: this curriculum only moves budget between buckets. SPEC §4 reports
+Knobs are left as they are: this curriculum only moves budget between buckets. The paper reports
 a learnability sampler at 0.418 vs 0.362 uniform on MATH500 (0.6B). Stateless: p̂ is
 recomputed from the history every round, so resume is exact.
 """

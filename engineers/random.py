@@ -1,6 +1,6 @@
 """``random``: a fresh uniformly random legal proposal every round.
 
-A baseline of our own (SPEC §1.8 names it as the second, weaker one): the training distribution
+A baseline of our own (Trainee-to-Trainer names it the second, weaker one): the training distribution
 changes each round, but not in response to what the policy got wrong. It is **not** the paper's
 "GRPO (random)" baseline: that one keeps the random round-0 config fixed for every round, which
 is ``fixed`` with the random cold start (``engineers/fixed.py``).

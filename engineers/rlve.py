@@ -2,7 +2,7 @@
 
 Source: Zeng et al., "RLVE: Scaling Up Reinforcement Learning for Language Models with Adaptive
 Verifiable Environments" (2025, arXiv:2511.07317), with the thresholds of the public SPADE code's
-``sliding_window`` variant (SPEC §4): accuracy threshold τ_acc = 0.9, at least τ_num = 8 samples,
+``sliding_window`` variant: accuracy threshold τ_acc = 0.9, at least τ_num = 8 samples,
 window width d_Δ = 4.
 
 An *environment* is a group of the testbed's buckets, easiest first (``testbeds.buckets.groups_of``:

@@ -5,9 +5,9 @@ bf16 pays only where the hardware multiplies bf16 natively: a CUDA GPU with bf16
 x86 CPU with AVX512-BF16 or AMX (``vdpbf16ps`` / tile instructions, which oneDNN uses). There a
 bf16 GEMM runs at 2-3x the fp32 rate. On a CPU without them (plain AVX2, or AVX512 without the
 BF16 extension) oneDNN emulates bf16 or torch falls back to its reference kernel, which measured
-~15x *slower* than fp32 (docs/results.md, section 1). ``auto`` therefore asks the machine.
+~15x *slower* than fp32 (docs/results.md, "The CPU recipe's settings"). ``auto`` therefore asks the machine.
 
-Measured on the 2-core dev machine (AVX512-BF16; docs/results.md, section 2e): a real warm-start
+Measured on a 2-core AMD EPYC with AVX512-BF16 (docs/results.md, "How fast is each stage"): a real warm-start
 SFT step 24.0 -> 13.6 s, and greedy decoding of 36 rows x 64 tokens 48.5 -> 28.0 s, one thread
 each.
 """

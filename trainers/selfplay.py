@@ -1,4 +1,4 @@
-"""SPADE co-training (SPEC §2.1–2.2, §2.5): one policy, two roles, one GRPO update per rollout step.
+"""SPADE co-training (the SPADE paper): one policy, two roles, one GRPO update per rollout step.
 
 One round of the controller is one SPADE rollout step t. Its tasks (from the spade engineer's
 design call after step t-1, made with the same weights) are of two kinds (``Task.data["kind"]``):

@@ -89,7 +89,7 @@ class DesignSample(BaseModel):
 
 
 class EnvOutcome(BaseModel):
-    """What one rollout step's plays measured for one environment (SPEC §2.1)."""
+    """What one rollout step's plays measured for one environment (the SPADE paper)."""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -1,4 +1,4 @@
-"""``checkpoint``: the policy as its own environment engineer (SPEC §1, Method A).
+"""``checkpoint``: the policy as its own environment engineer (the Trainee-to-Trainer paper, Method A).
 
 After each round the engineer model (the current checkpoint by default; the frozen base model or
 any OpenAI-compatible endpoint as alternatives) reads a context built from five modules — F

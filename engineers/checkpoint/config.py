@@ -1,6 +1,6 @@
 """The ``engineer`` section of a run config for ``checkpoint``, and the context presets V1–V6.
 
-Presets (SPEC §1.5), each a set of context modules:
+Presets (the Trainee-to-Trainer paper), each a set of context modules:
 
 ====  ==========================================================
 V1    F
@@ -54,7 +54,7 @@ class ContextSpec(BaseModel):
 
 
 def preset(name: Preset, training: TrainingVariant = "bookkeeping") -> ContextSpec:
-    """The module set of preset ``name`` (SPEC §1.5); ``training`` is T's variant in V6."""
+    """The module set of preset ``name`` (the Trainee-to-Trainer paper); ``training`` is T's variant in V6."""
     if name not in PRESETS:
         raise ValueError(f"unknown context preset {name!r}; choose one of {', '.join(PRESETS)}")
     spec = PRESETS[name]
@@ -71,7 +71,7 @@ _V4 = _V3.model_copy(update={"history_initial_config": False})
 _V5 = _V4.model_copy(update={"summary": True})
 _V6 = _V4.model_copy(update={"training": "bookkeeping"})
 PRESETS: dict[str, ContextSpec] = {"V1": _V1, "V2": _V2, "V3": _V3, "V4": _V4, "V5": _V5, "V6": _V6}
-"""SPEC §1.5 presets. V6 = V4 + T (it does *not* include S)."""
+"""The Trainee-to-Trainer paper's presets. V6 = V4 + T (it does *not* include S)."""
 
 
 class ModuleSwitches(StrictModel):
@@ -125,7 +125,7 @@ class CheckpointEngineerConfig(PluginConfig):
     name: Literal["checkpoint"] = "checkpoint"
     """Selects this engineer."""
     context: Preset = "V6"
-    """Context preset (SPEC §1.5): V1=F, V2=F+G, V3=F+G+H, V4=V3 without the round-0 config in H,
+    """Context preset (Trainee-to-Trainer): V1=F, V2=F+G, V3=F+G+H, V4=V3 without the round-0 config in H,
     V5=V4+S, V6=V4+T (the paper's final method)."""
     training_details: TrainingVariant = "bookkeeping"
     """Variant of module T: ``bookkeeping`` (round index, epochs per round, total epochs; the

@@ -1,4 +1,4 @@
-"""``CheckpointEngineer``: one design call per round, as in SPEC §1.6.
+"""``CheckpointEngineer``: one design call per round, as in the Trainee-to-Trainer paper.
 
 ``design(ctx)``:
 

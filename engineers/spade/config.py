@@ -1,7 +1,7 @@
 """Configuration of the ``spade`` engineer: designer prompts, skills, corpus, admission,
 memory and diversity settings, and the sandbox that runs model-written code.
 
-Defaults follow SPEC §2 and the public SPADE code where the papers give numbers (memory FIFO of
+Defaults follow the SPADE paper and the public SPADE code where the papers give numbers (memory FIFO of
 200, skill lists); the rest are choices documented in ``docs/spade.md``.
 """
 
@@ -21,13 +21,13 @@ GAME_SKILLS = (
     "spatial reasoning", "causal inference", "memory recall", "optimization",
     "language understanding",
 )
-"""All nine game skills the public SPADE code's game generator knows (SPEC §2.3)."""
+"""All nine game skills the public SPADE code's game generator knows (the SPADE paper)."""
 
 SIX_GAME_SKILLS = (
     "mathematical reasoning", "logical deduction", "spatial reasoning", "pattern recognition",
     "optimization", "causal inference",
 )
-"""The six-skill curriculum (SPEC §2.3: 58.3 vs 53.7 with two skills): the ``--spade-skills`` of the
+"""The six-skill curriculum (the SPADE paper: 58.3 vs 53.7 with two skills): the ``--spade-skills`` of the
 public code's games training scripts (4B, 8B, the fixed-pool controls). The default for games."""
 
 TWO_GAME_SKILLS = ("mathematical reasoning", "pattern recognition")
@@ -223,7 +223,7 @@ class SpadeEngineerConfig(PluginConfig):
     """Start every warm-start answer with a ``# skill: <the prompt's skill>`` comment (the first
     line of the program, or of the ``<reset>`` part), so the model first copies the target skill
     from the prompt and then writes a game conditioned on it. At 135M without it, every design
-    call of a run wrote the same library game whatever its skill (docs/results.md, session 5)."""
+    call of a run wrote the same library game whatever its skill."""
     warmstart_seeds: list[str] | None = None
     """Names of the seed-library environments that warm start answers with (``None``: every
     one of the configured skills). A parametrised game answers each prompt with a variant drawn

@@ -1,6 +1,6 @@
 """Held-out procedural reasoning eval from the PyPI package ``reasoning-gym`` (games setting).
 
-SPEC §2.5 reports Reasoning-Gym maths, algorithms and cognition. We evaluate a fixed list of
+The SPADE paper reports Reasoning-Gym maths, algorithms and cognition. We evaluate a fixed list of
 reasoning-gym datasets per category (``DEFAULT_DATASETS``), ``per_dataset`` items each, generated
 from fixed seeds ``eval_seed + 1000 * dataset_index``. Training never sees them: the fixed
 reasoning-gym environment set (``training_environments``) draws from ``train_seed`` (default

@@ -1,4 +1,4 @@
-"""MAPF-FrozenLake: multi-agent path finding on FrozenLake grids (SPEC §1, Method A).
+"""MAPF-FrozenLake: multi-agent path finding on FrozenLake grids (the Trainee-to-Trainer paper, Method A).
 
 Modules (each docstring states its exact definitions):
 
@@ -10,8 +10,8 @@ Modules (each docstring states its exact definitions):
 * ``generator`` — ``generate``: seeded, worker-independent instances with optimal plans, hole and
   needs-wait ratios per size, and a requested-vs-achieved report.
 * ``parse``     — ``parse_plan`` (lenient, never raises) and ``format_plan`` (canonical answer).
-* ``validate``  — ``validate``: the eight checks of SPEC §1.2, cost and optimality.
-* ``reward``    — SPEC §1.3: ``accuracy``, ``length_reward``, ``adaptive_weights``,
+* ``validate``  — ``validate``: the eight checks of the Trainee-to-Trainer paper, cost and optimality.
+* ``reward``    — the Trainee-to-Trainer paper: ``accuracy``, ``length_reward``, ``adaptive_weights``,
   ``AdaptiveReward``.
 * ``prompts``   — ``render_prompt``: short chat prompt asking for the canonical format.
 * ``suites``    — cached eval suites, ``FailureBreakdown`` (module F) and flat metrics.

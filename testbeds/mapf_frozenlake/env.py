@@ -6,7 +6,7 @@ joined by a blank line) as a ``Text`` observation; ``info`` holds the instance.
 ``reset(options={"instance": {...}})`` plays a given instance instead (a JSON object as in
 ``instance.py``, or an ``Instance``); an invalid one raises ``InvalidInstance`` with every
 reason, like the solver and the validator; its optimal cost is computed when absent. ``step(text)``
-validates the response and ends the episode; the reward is the accuracy term of SPEC §1.3
+validates the response and ends the episode; the reward is the accuracy term of the Trainee-to-Trainer paper
 (a text env has no token counts, so no length term), and ``info`` carries the eight checks, the
 cost and the optimal cost. Episodes are deterministic given the reset seed.
 """

@@ -1,4 +1,4 @@
-"""The adaptive reward of SPEC §1.3: ``reward = w_acc · accuracy + w_len · length``.
+"""The adaptive reward of the Trainee-to-Trainer paper: ``reward = w_acc · accuracy + w_len · length``.
 
 * ``accuracy(valid, cost, optimal_cost)``: 0 unless all eight checks pass; with
   ``gap = cost − optimal_cost``: 1.0 at gap ≤ 0, falling linearly to 0.3 at ``gap = 2 ·

@@ -1,4 +1,4 @@
-"""Fixed evaluation suites and the failure breakdown engineers read (SPEC §1.4, §1.5 module F).
+"""Fixed evaluation suites and the failure breakdown engineers read (the Trainee-to-Trainer paper's module F).
 
 A suite is ``per_size`` instances with ``agents`` agents at each of the 8 sizes, generated once
 from a fixed seed with a fixed hole ratio and no wait request (the natural mix), then cached as
@@ -9,7 +9,7 @@ generator changes its output).
 Metrics per size and aggregated per suite: valid rate (all eight checks pass), optimal rate (valid
 and cost == optimum), failure counts per check (a response can fail several checks; unparsable
 responses count only as ``parsable`` failures), mean response length in tokens, and mean plan
-cost / optimal cost over valid responses (the path-length measure of SPEC §1.4).
+cost / optimal cost over valid responses (the path-length measure of the Trainee-to-Trainer paper).
 
 Draws that the solver cannot decide within the suite's node budget (5,000 CBS nodes; the clock
 is only a 60 s safety net, so suites are reproducible) are rejected

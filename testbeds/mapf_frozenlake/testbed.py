@@ -1,10 +1,10 @@
-"""The MAPF-FrozenLake testbed (SPEC §1): proposal space, sampling, reward and evaluation.
+"""The MAPF-FrozenLake testbed (Trainee-to-Trainer paper): proposal space, sampling, reward and evaluation.
 
 * Proposal: ``GeneratorConfig`` (per size: data, hole and wait ratios); ``project`` legalises any
   JSON value and records each edit.
 * ``sample``: ``n`` training instances with ``train_agents`` (2) agents from the generator,
   deterministic in (proposal, n, seed).
-* ``score``: the adaptive reward of SPEC §1.3 with the completion's token count.
+* ``score``: the adaptive reward of the Trainee-to-Trainer paper with the completion's token count.
 * ``evaluate``: one ``policy.generate`` call over the fixed eval suites (3, 4, 5 agents × 8 sizes).
   ``EvalReport.score`` is the **valid rate over all eval instances** (all suites pooled): it is
   the paper's headline metric, lies in [0, 1] and, unlike the optimal rate, still moves when a

@@ -1,4 +1,4 @@
-"""The eight validity checks of a MAPF-FrozenLake answer (SPEC §1.2), each reported separately.
+"""The eight validity checks of a MAPF-FrozenLake answer (Trainee-to-Trainer paper), each reported apart.
 
 | check          | passes when                                                              |
 |----------------|--------------------------------------------------------------------------|
@@ -62,7 +62,7 @@ def _explain_cells(paths, h, w, holes, reasons, ok_legal, ok_bounds, ok_holes) -
 
 CHECKS: tuple[str, ...] = ("parsable", "legal_move", "conflict_free", "goal_reached",
                            "start_correct", "agent_count", "hole_free", "in_bounds")
-"""The eight checks, in the order of SPEC §1.2."""
+"""The eight checks, in the order of the Trainee-to-Trainer paper."""
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""Module renderers F, G, H, S, T from fixed inputs, and the V1–V6 presets of SPEC §1.5."""
+"""Module renderers F, G, H, S, T from fixed inputs, and the Trainee-to-Trainer paper's V1–V6 presets."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The Trainee-to-Trainer paper's comparison as shipped configs (SPEC §1.7–1.8).
+"""The Trainee-to-Trainer paper's comparison as shipped configs.
 
 * ``mapf_qwen3_4b.yaml`` — the method: the current checkpoint as engineer, context V6.
 * ``mapf_qwen3_4b_baseline.yaml`` — "GRPO (random)": the random round-0 config kept fixed for
@@ -85,7 +85,7 @@ def test_descriptions_name_the_papers_baseline_correctly():
     assert "not the paper" in ENGINEERS.get("random").description
 
 
-# -- SPADE (SPEC §2) --------------------------------------------------------------------------------
+# -- SPADE (the SPADE paper) --------------------------------------------------------------------------------
 
 SPADE_30B = ROOT / "configs" / "spade_games_qwen3_30b_a3b.yaml"
 

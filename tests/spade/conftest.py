@@ -1,5 +1,4 @@
-"""Registers the spade engineer (until the lead adds it to ``curriculum.registry``) and provides
-a session sandbox pool with the synthetic-environment prelude, configured like the sandbox's
+"""A session-scoped sandbox pool with the synthetic-environment prelude, configured like the sandbox's
 own tests (every isolation layer on, short deadlines)."""
 
 from __future__ import annotations

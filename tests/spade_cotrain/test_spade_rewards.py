@@ -1,4 +1,4 @@
-"""SPADE reward formulas against the paper's worked numbers (SPEC §2.1–2.2)."""
+"""SPADE reward formulas against the paper's worked numbers (the SPADE paper)."""
 
 import math
 

@@ -1,4 +1,4 @@
-"""SPADE's rollout side, next to the ``selfplay`` trainer that runs it (SPEC §2.1–2.2).
+"""SPADE's rollout side, next to the ``selfplay`` trainer that runs it (the SPADE paper).
 
 Modules: ``play`` (multi-turn agent episodes in admitted environments, in the sandbox),
 ``rewards`` (regret, anchor, blend, per-skill centring, per-role advantages, truncated importance

@@ -1,4 +1,4 @@
-"""The delayed designer buffer (SPEC §2.2): designer samples wait k rollout steps, then train once.
+"""The delayed designer buffer (the SPADE paper): designer samples wait k rollout steps, then train once.
 
 A designer sample is generated at rollout step t (its prompt ids, completion ids and the
 per-token log-probs of the policy that generated it, i.e. the behaviour policy). Its reward

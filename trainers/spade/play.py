@@ -1,4 +1,4 @@
-"""Agent play (SPEC §2.1, §2.4): multi-turn episodes in admitted environments, in the sandbox.
+"""Agent play (the SPADE paper): multi-turn episodes in admitted environments, in the sandbox.
 
 For every environment e in a play set and i = 0..G-1 (G = ``episodes_per_condition``, default 8),
 the agent plays one episode *without* the privileged hint and one *with* it, both from the same

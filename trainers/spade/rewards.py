@@ -1,4 +1,4 @@
-"""SPADE rewards and stabilisers as pure functions (SPEC §2.1–2.2).
+"""SPADE rewards and stabilisers as pure functions (the SPADE paper).
 
 Every formula the co-training step uses lives here, free of models, sandboxes and state, so
 each one is tested against the paper's worked numbers.
