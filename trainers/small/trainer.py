@@ -59,11 +59,11 @@ class SmallWarmStartConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
-    steps: int = Field(800, ge=0)
+    steps: int = Field(1500, ge=0)
     """SFT optimizer steps before GRPO round 0; 0: start GRPO from the random initialisation."""
     batch_size: int = Field(32, ge=1)
     """Examples per SFT step."""
-    examples: int = Field(1200, ge=1)
+    examples: int = Field(6000, ge=1)
     """Distinct solved instances from ``testbed.warmstart_tasks`` (cycled in seeded epochs)."""
     learning_rate: float = Field(3e-3, gt=0.0, le=1.0)
     """AdamW learning rate of the SFT phase (constant)."""
@@ -435,7 +435,8 @@ class SmallTrainer(Trainer):
             clipped.append(clip_fraction(logp.detach(), old, kept["advantages"], mask, cfg.epsilon))
         self.model.eval()
         return {"loss": float(np.mean(losses)), "clip_fraction": float(np.mean(clipped)),
-                "reward": float(np.mean(rewards)), "kept_rows": float(batch.tok.shape[0]), "scored": scored}
+                "reward": float(np.mean(rewards)), "valid": float(np.mean([s["valid"] for s in scored])),
+                "kept_rows": float(batch.tok.shape[0]), "scored": scored}
 
     def policy(self) -> SmallPolicy:
         return SmallPolicy(self.model, self.config)
