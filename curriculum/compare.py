@@ -1,7 +1,8 @@
 """Controlled engineer benchmarks: every engineer, identical seeds, budget, eval suites and start.
 
 For engineers E and seeds 0..N−1, run (e, s) is ``curriculum run`` with one shared base config
-(the ``--config`` file, or ``configs/mapf_simulated.yaml`` for the simulated trainer, plus the
+(the ``--config`` file, or ``DEFAULT_CONFIGS``' file for the trainer: ``configs/mapf_simulated.yaml``
+for the simulated trainer, ``configs/mapf_small.yaml`` for the small one; plus the
 ``--set`` overrides) in which only ``engineer`` differs. Seed s fixes the round-0 proposal, every
 round's training data and eval seed, and the trainer's randomness, so engineers differ only in
 what they choose. Runs live in ``OUT/runs/<engineer>-seed<s>`` and execute in up to ``jobs``
@@ -58,6 +59,7 @@ DEFAULT_CONFIGS = {
     ("simulated", "mapf_frozenlake"): _CONFIGS / "mapf_simulated.yaml",
     ("simulated", "reasoning_gym"): _CONFIGS / "reasoning_gym_simulated.yaml",
     ("grpo", "mapf_frozenlake"): _CONFIGS / "mapf_compare_cpu.yaml",
+    ("small", "mapf_frozenlake"): _CONFIGS / "mapf_small.yaml",
 }
 """Base config used when ``--config`` is not given, per (trainer, testbed; default MAPF)."""
 

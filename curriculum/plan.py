@@ -392,9 +392,11 @@ def describe_plan(config: RunConfig, accelerate_config: Path | None = None, gpu:
                  f"trainer: {config.trainer.name}")
     lines.append(f"  rounds: {config.rounds}   tasks per round: {config.tasks_per_round}")
     trainer = config.trainer
+    from trainers.grpo import GRPOConfig
+
     if _is_selfplay(trainer):
         lines += _spade_lines(config, strategy, GPUS[gpu])
-    elif hasattr(trainer, "prompts_per_step"):
+    elif isinstance(trainer, GRPOConfig):  # not any config with a batch (the small learner's has no model)
         lines += _grpo_lines(config, strategy, GPUS[gpu])
     lines.append(wall_time(config, strategy, GPUS[gpu], machine or detect_machine()).line())
     return "\n".join(lines)

@@ -332,6 +332,13 @@ TRAINERS.register(
     trains_on="bucketed",
 )
 TRAINERS.register(
+    "small",
+    "trainers.small.trainer:SmallTrainer",
+    "trainers.small.trainer:SmallConfig",
+    "A small transformer (plain torch) trained by real GRPO on MAPF: engineer benchmarks in minutes.",
+    trains_on="mapf",
+)
+TRAINERS.register(
     "selfplay",
     "trainers.selfplay:SelfPlayTrainer",
     "trainers.selfplay:SelfPlayConfig",
