@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import os
+import signal
 import threading
 import time
 
@@ -228,17 +229,21 @@ class ToolEnv:
 
 def test_supervisor_kills_a_stopped_worker(bare_pool):
     """A worker that never answers (its zygote stopped) is killed by the host after the grace,
-    and the pool restarts it for the next environment."""
+    and the pool restarts it for the next environment. (The instance itself cannot stop the
+    zygote, pid 1 of the sandbox, even without seccomp: the host does it here.)"""
     source = '''
 import os, signal
 class StopEnv:
     def reset(self, seed=None):
-        os.kill(2, signal.SIGSTOP)
+        os.kill(1, signal.SIGSTOP)  # dropped by the kernel: pid 1 of its namespace
         return "o", {}
 '''
     env = bare_pool.load(source)
     assert env.reset().obs == "o"  # the instance talks to the host directly
     processes = env.worker.sandbox_pids()
+    with open(f"/proc/{processes[0]}/cmdline", "rb") as handle:
+        assert b"_worker.py" in handle.read()  # the zygote is bwrap's only child
+    os.kill(processes[0], signal.SIGSTOP)
     started = time.monotonic()
     outcome = env.close()  # the zygote is stopped: the close request goes unanswered
     assert "worker killed" in outcome["detail"]
