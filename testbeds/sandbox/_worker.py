@@ -302,7 +302,7 @@ def child_main(settings: dict, prelude: dict, channel: int) -> None:
     def reply(message: dict) -> None:
         message["output"] = captured.take()
         try:
-            payload = json.dumps(message, default=_refuse).encode()
+            payload = json.dumps(message, default=_refuse, allow_nan=False).encode()
         except (TypeError, ValueError, RecursionError) as exc:
             payload = json.dumps(error("bad_return", f"result is not JSON-serialisable: {exc}"[:2000])
                                  | {"output": message["output"]}).encode()

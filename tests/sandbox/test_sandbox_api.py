@@ -48,6 +48,12 @@ def failure_of(call) -> object:
 
 def env_returning(reset_value: str = '"obs", {}', step_value: str = '"obs", 1.0, False, False, {}') -> str:
     return f'''
+def nest(depth):
+    value = []
+    for _ in range(depth - 1):
+        value = [value]
+    return value
+
 class ValueEnv:
     def reset(self, seed=None):
         return {reset_value}
@@ -130,8 +136,16 @@ def test_constructor_exception(pool):
     ('"x" * (2 << 20), {}', None, "exceeds the"),
     ('"obs", {"s": {1, 2}}', None, "not JSON-serialisable"),
     (None, '"just a string"', "step must return a 5-tuple"),
-    (None, '"o", float("nan"), False, False, {}', "reward must be finite"),
-    (None, '"o", float("inf"), False, False, {}', "reward must be finite"),
+    (None, '"o", float("nan"), False, False, {}', "Out of range float values"),
+    (None, '"o", float("inf"), False, False, {}', "Out of range float values"),
+    (None, '"o", 10**400, False, False, {}', "reward must be finite and fit a float"),
+    (None, '"o", -10**400, False, False, {}', "reward must be finite and fit a float"),
+    (None, '"o", 1.0, False, False, {"x": 10**700}', "integer of 701 digits exceeds max_reply_int_digits (640)"),
+    (None, '"o", 1.0, False, False, {"x": 10**5000}', "not JSON-serialisable"),
+    ('"obs", {"x": "\\ud800"}', None, "lone surrogate"),
+    ('"\\udfff", {}', None, "lone surrogate"),
+    ('"obs", {"x": nest(900)}', None, "nested deeper than 32"),
+    ('"obs", {"x": nest(30)}', None, "nested deeper than 32"),
     (None, '"o", "1.0", False, False, {}', "reward must be a number"),
     (None, '"o", True, False, False, {}', "reward must be a number"),
     (None, '"o", 1.0, 1, False, {}', "must be bools"),
@@ -150,6 +164,13 @@ def test_bad_returns(pool, reset_value, step_value, message, clean_after):
             failure = failure_of(lambda: env.step("a"))
     assert failure.kind == "bad_return"
     assert message in failure.detail
+
+
+def test_nesting_up_to_the_limit_is_accepted(pool):
+    """An info value 29 lists deep sits at depth 32 of the reply (envelope, pair, info): the most
+    ``max_reply_depth`` allows."""
+    with pool.load(env_returning('"obs", {"x": nest(29)}')) as env:
+        assert str(env.reset().info["x"]).count("[") == 29
 
 
 def test_integer_reward_is_accepted(pool):
