@@ -2,9 +2,11 @@
 
 ``solve`` and ``validate`` read JSONL and print exactly one JSON line per non-blank input line,
 in order, each with the input's ``"line"`` number: a result, or ``{"line", "id", "error"}``
-naming what was wrong with that line (bad encoding, bad JSON, a missing field, an invalid
-instance). The exit status is 0 when every line gave a result, 1 when any line gave an error,
-2 when the file itself could not be read.
+naming what was wrong with that line (bad encoding, bad JSON, an integer of more than 4,300
+digits, a missing field, an invalid instance). The exit status is 0 when every line gave a
+result, 1 when any line gave an error, 2 when the command failed (the file could not be read).
+``validate`` checks a response whole up to ``MAX_RESPONSE_CHARS`` (200,000 characters); a longer
+one fails as "response too long", never cut.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ app = typer.Typer(help="MAPF-FrozenLake tools: optimal solving, answer validatio
 def _each_record(file: Path, handle: Callable[..., dict[str, Any]], *, solve: bool) -> None:
     """Print one output line per input record; exit 1 if any record failed."""
     from curriculum.config import ConfigError
-    from curriculum.userfiles import EXIT_SOME_FAILED, jsonl_records
+    from curriculum.userfiles import EXIT_COMMAND_FAILED, EXIT_SOME_FAILED, jsonl_records
     from testbeds.mapf_frozenlake.batch import error_result
 
     failed = False
@@ -34,11 +36,16 @@ def _each_record(file: Path, handle: Callable[..., dict[str, Any]], *, solve: bo
             if record.error is not None:
                 out = error_result(record.error, line=record.line, solve=solve)
             else:
-                out = handle(record.value, line=record.line)
+                try:
+                    out = handle(record.value, line=record.line)
+                except (ValueError, TypeError, OverflowError, RecursionError, MemoryError) as exc:
+                    # a line the checks did not foresee still gets its own answer
+                    out = error_result(f"{type(exc).__name__}: {str(exc)[:200]}", line=record.line,
+                                       solve=solve)
             failed = failed or "error" in out
             typer.echo(json.dumps(out))
     except ConfigError as err:
-        fail(str(err))
+        fail(str(err), EXIT_COMMAND_FAILED)
     raise typer.Exit(EXIT_SOME_FAILED if failed else 0)
 
 
@@ -73,7 +80,8 @@ def validate_command(
              "Hugging Face id or local path, the embedded model (default), or 'words' (whitespace "
              "words, no model needed).")] = "embedded:smollm2-135m-instruct",
 ) -> None:
-    """Run the eight validity checks on each response; print one JSON line per input with
+    """Run the eight validity checks on each response (at most 200,000 characters; a longer
+    one fails as "response too long"); print one JSON line per input with
     the checks, failure reasons, cost, optimal cost, reward, num_tokens and token_unit (the
     tokenizer that counted them, 'words', or 'given' when the record had num_tokens).
 

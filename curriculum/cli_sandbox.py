@@ -29,7 +29,8 @@ def try_command(
     """Run FILE in the sandbox: reset, then one step per --action.
 
     Prints each result as it comes, then one JSON line {"ok", "error", "steps"}.
-    Exits 1 when anything failed."""
+    Exits 1 when the program failed (the JSON line says how), 2 when an input could not be
+    used (an unreadable file, an action that is not JSON or could not be reported)."""
     from curriculum.config import ConfigError
     from curriculum.console import fail
     from curriculum.userfiles import read_user_text
@@ -38,6 +39,8 @@ def try_command(
     try:
         program = read_user_text(file, "environment program")
         actions = [_json_action(a) for a in action or []] if json_actions else list(action or [])
+        for text, value in zip(action or [], actions):
+            _reportable(text, value)
     except ConfigError as err:
         fail(str(err))
     report = try_program(program, actions, seed=seed, class_name=class_name,
@@ -45,6 +48,20 @@ def try_command(
                          echo=lambda entry: typer.echo(f"{entry['call']}: {json.dumps(entry)}"))
     typer.echo(report.model_dump_json())
     raise typer.Exit(0 if report.ok else 1)
+
+
+def _reportable(text: str, value) -> None:
+    """Refuse an action that could not be sent to the sandbox and reported back as JSON."""
+    from curriculum.config import ConfigError
+    from testbeds.sandbox import SandboxConfig
+    from testbeds.sandbox.replies import ReplyError, check_tree
+
+    try:
+        check_tree(value, SandboxConfig.model_fields["max_reply_depth"].default - 2)
+    except ReplyError as exc:
+        shown = text[:60].encode("utf-8", "backslashreplace").decode()
+        raise ConfigError(f"--action {shown!r}{'...' if len(text) > 60 else ''} cannot be "
+                          f"reported: {exc.detail}; pass valid UTF-8 text, nested less deeply") from None
 
 
 def _json_action(text: str):

@@ -1,12 +1,17 @@
 """``curriculum doctor RUN``: a run directory's health, without changing anything.
 
 Checks, in order: ``config.yaml`` (parses and validates), every committed round in full
-against its manifest (``curriculum.manifest``: damaged, pruned or intact files), leftovers
-(``.partial`` rounds a kill interrupted, ``.damaged`` rounds a resume moved aside,
-``.replaced`` rounds of an interrupted extension), ``metrics.jsonl`` (unreadable lines),
-``baseline_eval.json``, whether another process holds the run's lock, and what
-``curriculum run --resume RUN`` would do (``RunDir.plan_resume``, the very function a resume
-uses). The run is healthy when nothing is damaged; pruned checkpoints are not damage.
+against its manifest (``curriculum.manifest``: damaged, pruned or intact files), that the
+committed rounds are numbered 0, 1, 2, … without a gap, leftovers (``.partial`` rounds a kill
+interrupted, ``.damaged`` rounds a resume moved aside, ``.replaced`` rounds of an interrupted
+extension), ``metrics.jsonl`` (unreadable lines, and one ``round_committed`` record per
+committed round whose score is the one in that round's ``eval.json``), ``baseline_eval.json``,
+whether another process holds the run's lock, and what ``curriculum run --resume RUN`` would
+do (``RunDir.plan_resume``, the very function a resume uses). The run is healthy when nothing
+is damaged; pruned checkpoints are not damage.
+
+It opens every file read-only (the lock too: ``flock`` needs no write access), so it works
+on a read-only run directory and changes nothing.
 """
 
 from __future__ import annotations
@@ -66,28 +71,58 @@ def _leftovers(run: RunDir, report: DoctorReport) -> None:
             report.add(f"rounds/{item.name}", True, meaning[kind])
 
 
-def _metrics(run: RunDir, report: DoctorReport) -> None:
+def _contiguous(run: RunDir, rounds: list[int], report: DoctorReport) -> None:
+    gap = next((position for position, index in enumerate(rounds) if index != position), None)
+    if gap is not None:
+        later = ", ".join(str(i) for i in rounds if i > gap)
+        report.add("rounds", False, f"round {gap} is missing (rounds/round_{gap:03d}): round(s) "
+                                    f"{later} cannot be continued from")
+
+
+def _metrics(run: RunDir, rounds: list[int], report: DoctorReport) -> None:
     records = run.metrics_records()
-    if not records:
+    if not records and not rounds:
         return
     bad = [r.line for r in records if r.error is not None]
     detail = f"{len(records) - len(bad)} records"
     if bad:
         detail += f"; unreadable line(s) {', '.join(map(str, bad[:5]))}" + (" …" if len(bad) > 5 else "")
         detail += " (dropped on resume; the rounds' own files are not affected)"
-    report.add("metrics.jsonl", True, detail)
+    values = [r.value for r in records if r.error is None]
+    problems = []
+    for index in rounds:
+        try:
+            expected = run.committed_record(index)
+        except (ConfigError, TypeError, ValueError, KeyError):
+            continue  # the round's own finding says why its records are unreadable
+        problem = run.metrics_problem(values, index, expected)
+        if problem is not None:
+            problems.append(problem)
+    if problems:
+        report.add("metrics.jsonl", False, f"{detail}; disagrees with the committed rounds: "
+                   + "; ".join(problems[:5]) + (" …" if len(problems) > 5 else "")
+                   + " (a resume rewrites these records from the rounds' files)")
+    else:
+        report.add("metrics.jsonl", True, detail + (f", agreeing with all {len(rounds)} rounds"
+                                                    if rounds else ""))
 
 
 def _lock(run: RunDir, report: DoctorReport) -> None:
     path = run.path / ".lock"
     if not path.is_file():
         return
-    with open(path, "a+") as handle:
+    try:
+        handle = open(path)  # read-only: flock needs no write access, and the doctor writes nothing
+    except OSError as exc:
+        report.add("lock", True, f"cannot be checked ({exc.strerror or exc})")
+        return
+    with handle:
         try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except BlockingIOError:
-            handle.seek(0)
-            report.add("lock", True, f"in use by a running process (pid {handle.read().strip() or '?'})")
+            report.add("lock", True, f"in use by a running process (pid {handle.read(40).strip() or '?'})")
+        except OSError as exc:
+            report.add("lock", True, f"cannot be checked ({exc.strerror or exc})")
 
 
 def diagnose(path: str | Path) -> DoctorReport:
@@ -99,8 +134,9 @@ def diagnose(path: str | Path) -> DoctorReport:
     checked = {index: run.check_round(index) for index in rounds}
     for index, health in checked.items():
         report.add(f"round {index}", health.ok, f"{health.describe()} ({health.files} files checked)")
+    _contiguous(run, rounds, report)
     _leftovers(run, report)
-    _metrics(run, report)
+    _metrics(run, rounds, report)
     baseline = run.path / "baseline_eval.json"
     if baseline.exists():
         try:

@@ -133,11 +133,12 @@ def _open_run_dir(config: RunConfig, resume: Path | None) -> tuple[RunDir, list[
         if problem is not None:
             raise RunDirError(f"cannot resume: {problem}")
         saved_rounds = run_dir.saved_config().rounds
-        notes = []
-        if run_dir.check_same_config(config):
-            notes.append(f"extending the run from {saved_rounds} to {config.rounds} rounds")
+        extending = run_dir.extends_config(config)  # refuses a different config, writes nothing
         run_dir.discard_partial()
-        notes += run_dir.apply_resume_plan(run_dir.plan_resume())
+        notes = run_dir.apply_resume_plan(run_dir.plan_resume())  # refuses before any move
+        if extending:  # only once the resume can proceed
+            run_dir.save_config(config)
+            notes.insert(0, f"extending the run from {saved_rounds} to {config.rounds} rounds")
     except BaseException:
         run_dir.unlock()
         raise

@@ -258,6 +258,19 @@ class RunDir:
     def check_same_config(self, config: RunConfig) -> bool:
         """Refuse to resume with a config that differs from the saved one, except a larger
         ``rounds`` (extending the run): then save the new config and return ``True``."""
+        if self.extends_config(config):
+            self.save_config(config)
+            return True
+        return False
+
+    def save_config(self, config: RunConfig) -> None:
+        """Replace ``config.yaml`` (an extension's larger round count), atomically."""
+        atomic_write(self.path / "config.yaml", dump_config(config))
+
+    def extends_config(self, config: RunConfig) -> bool:
+        """``True`` when ``config`` is the saved one with a larger ``rounds`` (an extension),
+        ``False`` when it is the same; ``ConfigError`` naming the differing keys otherwise.
+        Writes nothing: a resume saves the config only once it has decided it can proceed."""
         saved = self._saved_config_data()
         try:
             # Read the saved config with today's schema: a field added since the run was saved
@@ -270,7 +283,6 @@ class RunDir:
         before = saved.get("rounds")
         if diff == [f"rounds: {before!r} -> {config.rounds!r}"]:
             if isinstance(before, int) and config.rounds > before:
-                atomic_write(self.path / "config.yaml", dump_config(config))
                 return True
             diff = [diff[0] + " (only a larger round count can extend a run)"]
         if diff:
@@ -290,7 +302,12 @@ class RunDir:
         """
         import fcntl
 
-        handle = open(self.path / ".lock", "a+")
+        try:
+            handle = open(self.path / ".lock", "a+")
+        except OSError as exc:
+            raise RunDirError(f"{self.path} cannot be written ({exc.strerror or exc}): a resume "
+                              "needs write access to its run directory (`curriculum doctor` "
+                              "reads it without)") from None
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -392,8 +409,12 @@ class RunDir:
         records, then rounds in full from the newest down until one is intact (``checked``:
         full checks already done, reused)."""
         rounds = self.completed_rounds()
+        gap = next((position for position, index in enumerate(rounds) if index != position), None)
+        after_gap: list[int] = []
+        if gap is not None:  # a missing round: nothing after it can be resumed from
+            rounds, after_gap = rounds[:gap], rounds[gap:]
         if not rounds:
-            return ResumePlan(None, [], {})
+            return ResumePlan(None, after_gap, {}, gap=gap)
         checked = checked or {}
         records = {i: checked.get(i) or self.check_round(i, full=False) for i in rounds}
         bad_records = [i for i in rounds if records[i].damaged_outside(RESUME_STATE)]
@@ -404,8 +425,9 @@ class RunDir:
             if health[index].resumable:
                 kept = {i: h for i, h in records.items() if i < index and h.damaged}
                 health.update(kept)
-                return ResumePlan(index, [i for i in rounds if i > index], health)
-        return ResumePlan(None, rounds, health, refused=True)
+                return ResumePlan(index, [i for i in rounds if i > index] + after_gap, health,
+                                  gap=gap)
+        return ResumePlan(None, rounds + after_gap, health, refused=True, gap=gap)
 
     def apply_resume_plan(self, plan: ResumePlan) -> list[str]:
         """Move the rounds a plan drops aside (``.round_NNN.damaged``, kept) and say what happened;
@@ -487,12 +509,60 @@ class RunDir:
 
     def truncate_metrics(self, last_round: int) -> None:
         """Drop metrics of rounds after ``last_round`` (they belong to a round that was lost),
-        and lines that cannot be read (cut short by a kill, or damaged)."""
+        and lines that cannot be read (cut short by a kill, or damaged); then make every
+        committed round's ``round_committed`` record agree with the round's own files (one per
+        round, rebuilt from ``eval.json`` and ``train_metrics.json`` when it is missing, as after
+        a kill between the commit and the log, or disagrees)."""
         if not self.metrics_path.is_file():
             return
         kept = [r.value for r in self.metrics_records()
                 if isinstance(r.value, dict) and _round_of(r.value) <= last_round]
+        committed = [i for i in self.completed_rounds() if i <= last_round]
+        expected = {}
+        for index in committed:
+            try:
+                expected[index] = self.committed_record(index)
+            except (ConfigError, TypeError, ValueError, KeyError):
+                continue  # unreadable records: the resume's plan has already said so
+        if any(self.metrics_problem(kept, i, expected[i]) for i in expected):
+            rebuilt, seen = [], set()
+            for value in kept:
+                index = value.get("round")
+                if value.get("event") == "round_committed" and index in expected:
+                    if index not in seen:
+                        rebuilt.append(expected[index])
+                        seen.add(index)
+                    continue
+                rebuilt.append(value)
+            for index in sorted(set(expected) - seen):
+                at = next((k + 1 for k, v in reversed(list(enumerate(rebuilt)))
+                           if _round_of(v) <= index), 0)
+                rebuilt.insert(at, expected[index])
+            kept = rebuilt
         atomic_write(self.metrics_path, "".join(json.dumps(v) + "\n" for v in kept))
+
+    def committed_record(self, index: int) -> dict[str, Any]:
+        """The ``round_committed`` metrics record a committed round's files imply."""
+        directory = self.round_dir(index)
+        train = read_json(directory / "train_metrics.json")
+        score = read_json(directory / "eval.json")["score"]
+        return {"round": index, "event": "round_committed", "score": score,
+                **(train if isinstance(train, dict) else {})}
+
+    @staticmethod
+    def metrics_problem(values: list[Any], index: int, expected: dict[str, Any]) -> str | None:
+        """Why ``metrics.jsonl`` disagrees with committed round ``index``, or ``None``."""
+        found = [v for v in values if isinstance(v, dict) and v.get("round") == index
+                 and v.get("event") == "round_committed"]
+        if not found:
+            return f"no round_committed record for round {index}"
+        if len(found) > 1:
+            return f"{len(found)} round_committed records for round {index}"
+        score = found[0].get("score")
+        if score != expected["score"]:
+            return (f"round {index}: score {score!r} in metrics.jsonl, "
+                    f"{expected['score']!r} in rounds/round_{index:03d}/eval.json")
+        return None
 
     def metrics_records(self) -> list[Record]:
         """Every non-blank line of ``metrics.jsonl`` as a ``Record`` (value or error)."""
@@ -518,9 +588,20 @@ class ResumePlan:
     """Every round that was checked."""
     refused: bool = False
     """Nothing intact remains to resume from."""
+    gap: int | None = None
+    """The first missing round number when committed rounds are not contiguous from 0 (the
+    rounds after it are dropped: each round continues from the one before it)."""
+
+    def gap_note(self) -> str:
+        """What the gap means, or "" without one."""
+        if self.gap is None:
+            return ""
+        later = [i for i in self.dropped if i > self.gap]
+        return (f"round {self.gap} is missing (rounds/round_{self.gap:03d}), so round(s) "
+                f"{', '.join(map(str, later))} after it cannot be continued from")
 
     def explain(self, path: Path) -> str:
-        lines = []
+        lines = [self.gap_note()] if self.gap is not None else []
         for index in sorted(self.health):
             h = self.health[index]
             if self.last is not None and index < self.last:
@@ -535,7 +616,8 @@ class ResumePlan:
             return (f"cannot resume {path}: " + "; ".join(lines) + f"; {why}. Restore the "
                     f"files, or start a new run (`curriculum doctor {path}` shows every round).")
         dropped = ", ".join(str(i) for i in self.dropped)
-        return ("; ".join(lines) + f". Resuming after round {self.last}: round(s) {dropped} "
+        after = "from the start" if self.last is None else f"after round {self.last}"
+        return ("; ".join(lines) + f". Resuming {after}: round(s) {dropped} "
                 f"moved aside to {path / 'rounds'}/.round_NNN.damaged and will run again.")
 
 

@@ -8,11 +8,12 @@
   line of bad bytes or bad JSON costs only that line: its ``Record`` carries ``error`` (``"not
   UTF-8: ..."``, ``"bad JSON: ..."``) and the line number instead of a value. Blank lines are
   skipped (JSONL writers use them as separators); every ``Record`` keeps its 1-based line number
-  so outputs can be joined back to inputs.
+  so outputs can be joined back to inputs. Whatever a line holds (an integer of more than
+  ``MAX_INT_DIGITS`` digits, nesting too deep for the parser) it costs only that line.
 
 The line-oriented tools (``curriculum mapf solve`` / ``validate``) print exactly one output
 line per record and exit with status 1 when any record failed (``EXIT_SOME_FAILED``), 2 when the
-file itself could not be read.
+command itself failed (``EXIT_COMMAND_FAILED``: the file could not be read, a bad option).
 """
 
 from __future__ import annotations
@@ -28,6 +29,9 @@ from curriculum.config import ConfigError
 
 EXIT_SOME_FAILED = 1
 """Exit status of a line-oriented tool when at least one input line produced an error."""
+EXIT_COMMAND_FAILED = 2
+"""Exit status when the command failed as a whole (its input could not be read): no line's
+answer can be trusted to be complete."""
 
 
 @dataclass(frozen=True)
@@ -84,11 +88,31 @@ def parse_line(number: int, raw: bytes) -> Record:
         return Record(number, error=f"not UTF-8 (byte 0x{raw[exc.start]:02x} at column "
                                     f"{exc.start + 1})")
     try:
-        return Record(number, json.loads(text))
+        return Record(number, json.loads(text, parse_int=_parse_int))
     except json.JSONDecodeError as exc:
         return Record(number, error=f"bad JSON ({exc.msg} at column {exc.colno})")
+    except _HugeInteger as exc:
+        return Record(number, error=f"bad JSON ({exc})")
     except RecursionError:
         return Record(number, error="bad JSON (nested too deeply)")
+    except (ValueError, OverflowError, MemoryError) as exc:  # anything else: still this line only
+        return Record(number, error=f"bad JSON ({type(exc).__name__}: {str(exc)[:120]})")
+
+
+MAX_INT_DIGITS = 4_300
+"""Longest integer read from a JSONL line (Python's own int-string limit); a line with a longer
+one gets an error of its own."""
+
+
+class _HugeInteger(ValueError):
+    pass
+
+
+def _parse_int(text: str) -> int:
+    digits = len(text) - text.startswith("-")
+    if digits > MAX_INT_DIGITS:
+        raise _HugeInteger(f"an integer of {digits:,} digits; at most {MAX_INT_DIGITS:,} are read")
+    return int(text)
 
 
 def jsonl_records(path: str | Path) -> Iterator[Record]:

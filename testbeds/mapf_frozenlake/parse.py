@@ -19,7 +19,8 @@ Models think before answering, so the final answer is preferred: text after the 
 ``</think>``; then the last fenced code block that parses; then the text after the last "final
 answer"/"answer:"/"solution:" marker; then the whole text. For a labeled agent written several
 times, its last line wins. Agents are numbered by their labels (``Agent 0`` … or ``Agent 1`` …).
-``parse_plan`` never raises.
+``parse_plan`` never raises. A response longer than ``MAX_RESPONSE_CHARS`` (200,000 characters)
+fails as "response too long" and is not parsed; anything shorter is parsed whole.
 
 Lenient about *format*, never about *content*: the parser does not repair the plan. Every path
 it finds is kept (three unlabeled lines are three agents), and each labeled path keeps the agent
@@ -51,7 +52,10 @@ _MOVE_WORDS = {
     "u": (-1, 0), "up": (-1, 0), "d": (1, 0), "down": (1, 0), "l": (0, -1), "left": (0, -1),
     "r": (0, 1), "right": (0, 1), "w": (0, 0), "wait": (0, 0), "stay": (0, 0),
 }
-_MAX_LEN = 200_000  # longer inputs are truncated to their last part (answers come last)
+MAX_RESPONSE_CHARS = 200_000
+"""Longest response parsed. A longer one is not parsed at all: ``parse_plan`` fails with
+"response too long" (never a silent cut to part of it, which could make a plan valid or
+invalid by what was cut)."""
 
 
 @dataclass
@@ -127,8 +131,9 @@ def _agent_numbers(labels: list[int]) -> list[int]:
 def _parse(text: str, num_agents: int | None, starts: list[Cell] | None) -> ParseResult:
     if not isinstance(text, str):
         return ParseResult(False, error="response is not a string")
-    if len(text) > _MAX_LEN:
-        text = text[-_MAX_LEN:]
+    if len(text) > MAX_RESPONSE_CHARS:
+        return ParseResult(False, error=f"response too long: {len(text):,} characters, more than "
+                                        f"the {MAX_RESPONSE_CHARS:,} that are validated")
     if len(text) < 4000:
         fast = _parse_canonical(text)
         if fast is not None:

@@ -109,6 +109,13 @@ DENIED_SYSCALLS = (
     "swapon", "swapoff", "reboot", "acct", "quotactl", "syslog", "vhangup",
     "settimeofday", "clock_settime", "clock_adjtime", "adjtimex",
     "sethostname", "setdomainname", "iopl", "ioperm", "personality",
+    "process_madvise", "process_mrelease",
+    # System V IPC and POSIX message queues: the IPC namespace is one per worker, so these
+    # would carry state from one instance to the next (the zygote also removes any SysV
+    # object left behind, for workers run without the filter)
+    "ipc", "msgget", "msgsnd", "msgrcv", "msgctl", "shmget", "shmat", "shmdt", "shmctl",
+    "semget", "semop", "semtimedop", "semctl",
+    "mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify", "mq_getsetattr",
 )
 
 
@@ -160,11 +167,11 @@ def install_seccomp(protected_pid: int) -> str:
         rule(eperm, "clone", (0, SCMP_CMP_MASKED_EQ, flag, flag))
     rule(eperm, "socket", (0, SCMP_CMP_NE, 1, 0))  # only AF_UNIX
     mask = 0xFFFFFFFF
-    for target in (-1, protected_pid, -protected_pid):
+    for target in sorted({-1, protected_pid, -protected_pid}):
         rule(eperm, "kill", (0, SCMP_CMP_MASKED_EQ, mask, target & mask))
     for name in ("tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo"):
-        rule(eperm, name, (0, SCMP_CMP_MASKED_EQ, mask, protected_pid & mask))
-        rule(eperm, name, (0, SCMP_CMP_MASKED_EQ, mask, -1 & mask))
+        for target in sorted({-1, protected_pid}):
+            rule(eperm, name, (0, SCMP_CMP_MASKED_EQ, mask, target & mask))
     rc = lib.seccomp_load(ctx)
     lib.seccomp_release(ctx)
     if rc != 0:
@@ -295,7 +302,7 @@ def child_main(settings: dict, prelude: dict, channel: int) -> None:
     def reply(message: dict) -> None:
         message["output"] = captured.take()
         try:
-            payload = json.dumps(message, default=_refuse).encode()
+            payload = json.dumps(message, default=_refuse, allow_nan=False).encode()
         except (TypeError, ValueError, RecursionError) as exc:
             payload = json.dumps(error("bad_return", f"result is not JSON-serialisable: {exc}"[:2000])
                                  | {"output": message["output"]}).encode()
@@ -426,7 +433,51 @@ class Zygote:
         outcome["killed"] += kill_strays(self.settings["own_pid_namespace"], pid)
         if self.settings["own_pid_namespace"]:  # the scratch tmpfs is ours alone only under bwrap
             clear_scratch("/tmp")
+            if not self.settings["seccomp"]:  # with the filter no instance can make any
+                outcome["ipc_removed"] = clear_sysv_ipc()
         return outcome
+
+
+SYSV_IPC_RMID = 0
+SYSV_TABLES = (("msg", "msgctl"), ("shm", "shmctl"), ("sem", "semctl"))
+
+
+def clear_sysv_ipc(root: str = "/proc/sysvipc", mqueue: str = "/dev/mqueue") -> int:
+    """Remove every System V message queue, shared-memory segment and semaphore set, and every
+    POSIX message queue, in this IPC namespace (bwrap gives each worker its own and mounts its
+    mqueue file system at ``mqueue``), so none outlives the instance that made it. Returns how
+    many were removed."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    removed = 0
+    for table, control in SYSV_TABLES:
+        try:
+            with open(f"{root}/{table}") as handle:
+                rows = handle.read().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            if len(fields) < 2 or not fields[1].lstrip("-").isdigit():
+                continue
+            ident = int(fields[1])
+            if table == "sem":
+                result = libc.semctl(ident, 0, SYSV_IPC_RMID)
+            else:
+                result = getattr(libc, control)(ident, SYSV_IPC_RMID, None)
+            removed += result == 0
+    try:
+        queues = os.listdir(mqueue)
+    except OSError:
+        queues = []
+    for name in queues:
+        try:
+            os.unlink(os.path.join(mqueue, name))
+            removed += 1
+        except OSError:
+            pass
+    return removed
 
 
 def clear_scratch(root: str) -> None:

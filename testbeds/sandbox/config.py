@@ -69,6 +69,12 @@ class SandboxConfig(BaseModel):
     """Longest traceback kept in an ``exception`` failure."""
     max_reply_bytes: int = Field(default=1 << 20, ge=1024)
     """Largest reply frame accepted from an instance; bigger replies are ``bad_return``."""
+    max_reply_depth: int = Field(default=32, ge=3, le=200)
+    """Deepest nesting of lists and objects accepted in a reply (the reply's envelope and a
+    step's 5-tuple count: an info dict in a step reply is at depth 3); deeper replies are
+    ``bad_return``, so nothing accepted is too deep to serialise again."""
+    max_reply_int_digits: int = Field(default=640, ge=20, le=4_300)
+    """Most digits of any integer in a reply; longer ones make the reply ``bad_return``."""
     max_request_bytes: int = Field(default=4 << 20, ge=1024)
     """Largest request frame (program source, action) sent to a worker."""
     allowed_modules: tuple[str, ...] = DEFAULT_ALLOWED_MODULES

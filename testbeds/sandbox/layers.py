@@ -12,7 +12,10 @@ The layers, outermost first:
 * **bubblewrap** — every namespace unshared (user, pid, net, ipc, uts, cgroup, mount), further
   user namespaces disabled, read-only /usr and interpreter, fresh /proc and read-only fresh
   /dev, a size-limited tmpfs scratch at /tmp (the only writable place), read-only root,
-  die-with-parent, new session.
+  die-with-parent, new session, and ``--as-pid-1``: bwrap installs no init of its own, so the
+  zygote is pid 1 of the sandbox, under the same seccomp filter and rlimits as every instance,
+  non-dumpable (its ``/proc/1/mem`` cannot be opened by an instance), and the reaper of every
+  orphan. No process in the sandbox runs without the filter once the zygote has loaded it.
 * **minimal_env** — the launcher itself gets a minimal environment (``--clearenv`` alone would
   leave the host's variables readable in /proc/1/environ, bwrap's own init process).
 * **rlimits** and **seccomp** (+ no-new-privileges) — applied by the worker (``_worker.py``).
@@ -43,6 +46,8 @@ from testbeds.sandbox.config import Failure, SandboxConfig, SandboxFailure
 
 SANDBOX_PYTHON = "/opt/sandbox/python"
 SANDBOX_WORKER_DIR = "/opt/sandbox/worker"
+MQUEUE_DIR = "/dev/mqueue"
+"""The worker's POSIX message queues, mounted so the zygote can list and remove them."""
 WORKER_SOURCE = Path(__file__).with_name("_worker.py")
 SKIPPED_STDLIB_DIRS = {"site-packages", "dist-packages", "test", "idlelib", "tkinter",
                        "turtledemo", "ensurepip", "lib2to3", "pydoc_data"}
@@ -213,10 +218,10 @@ def _system_mounts() -> list[str]:
 def bwrap_args(bwrap: str, config: SandboxConfig, runtime: Runtime) -> list[str]:
     """The bubblewrap prefix of the worker command line."""
     args = [bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent",
-            "--new-session", "--hostname", "sandbox", *_system_mounts(),
+            "--new-session", "--as-pid-1", "--hostname", "sandbox", *_system_mounts(),
             "--ro-bind", str(runtime.python_dir), SANDBOX_PYTHON,
             "--ro-bind", str(runtime.worker_dir), SANDBOX_WORKER_DIR,
-            "--proc", "/proc", "--dev", "/dev",
+            "--proc", "/proc", "--dev", "/dev", "--mqueue", MQUEUE_DIR,
             "--size", str(config.scratch_mb << 20), "--tmpfs", "/tmp",
             "--remount-ro", "/", "--remount-ro", "/dev",  # /dev is an unbounded tmpfs otherwise
             "--chdir", "/tmp", "--clearenv"]

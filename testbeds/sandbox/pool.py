@@ -5,8 +5,11 @@
 ``SandboxPool.load(source)`` takes the worker's pre-forked instance, receives a direct
 channel to it (a socket-pair end passed over the control socket) and sends it the program.
 ``EnvHandle.reset`` / ``step`` / ``call`` go straight to the instance with a per-call
-deadline enforced here, validate every answer and raise ``SandboxFailure`` with a
-structured ``Failure``. A late, dead or oversized answer closes the instance: the zygote
+deadline enforced here, validate every answer as untrusted input (``replies.py``: a strict
+schema, numbers checked without conversions that could raise, forged failure kinds refused)
+and raise only ``SandboxFailure`` with a structured ``Failure``: a malformed instance reply
+is a ``bad_return`` (the instance is closed), a malformed zygote reply a ``crash`` of the
+worker. A late, dead or oversized answer closes the instance: the zygote
 kills it and everything it started. A worker whose zygote misses a control deadline (plus
 ``supervisor_grace_s``) or dies is killed as a whole process group and restarted on the next
 ``load``, so no call hangs and the pool keeps serving.
@@ -17,7 +20,6 @@ tied to the *thread* that forked it, so a short-lived caller thread must not be 
 from __future__ import annotations
 
 import json
-import math
 import os
 import select
 import signal
@@ -28,7 +30,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from testbeds.sandbox import _worker
+from testbeds.sandbox import _worker, replies
 from testbeds.sandbox.config import (Failure, ResetResult, SandboxConfig, SandboxFailure,
                                      StepResult)
 from testbeds.sandbox.layers import (DoctorReport, LayerStatus, Runtime, degraded_env,
@@ -75,7 +77,7 @@ class Worker:
         self.ctl.setblocking(False)
         reply = self.request({"op": "init", "settings": self._settings()},
                              self.config.start_deadline_s)
-        if not reply.get("ok"):
+        if not reply["ok"]:
             self.kill()
             error = reply["error"]
             raise fail("sandbox_unavailable", f"worker {self.index} did not start: "
@@ -146,8 +148,8 @@ class Worker:
         for fd in fds:  # replies never carry descriptors
             os.close(fd)
         try:
-            return json.loads(payload)
-        except (ValueError, RecursionError) as exc:
+            return replies.control_reply(payload, reply_limits(self.config))
+        except replies.ReplyError as exc:
             return self._give_up(exc, deadline_s)
 
     def take_instance(self, deadline_s: float) -> tuple[int, int]:
@@ -158,16 +160,16 @@ class Worker:
         except (_worker.FrameError, OSError, AttributeError) as exc:
             raise SandboxFailure(Failure(**self._give_up(exc, deadline_s)["error"])) from None
         try:
-            message = json.loads(payload)
-        except (ValueError, RecursionError):
-            message = {"undecodable": payload[:200].decode(errors="replace")}
-        if message.get("op") != "instance" or len(fds) != 1:
+            pid = replies.instance_offer(payload, reply_limits(self.config))
+            if len(fds) != 1:
+                raise replies.ReplyError(f"instance offer with {len(fds)} descriptors, not 1")
+        except replies.ReplyError as exc:
             for fd in fds:
                 os.close(fd)
             self.kill()
-            raise fail("crash", f"unexpected control message from the worker: {message}"[:500])
+            raise fail("crash", f"worker {self.index}: {exc.detail}; worker killed") from None
         os.set_blocking(fds[0], False)
-        return message["pid"], fds[0]
+        return pid, fds[0]
 
     def _give_up(self, exc: Exception, deadline_s: float) -> dict:
         self.kill()
@@ -266,39 +268,41 @@ class EnvHandle:
     def reset(self, seed: int | None = None) -> ResetResult:
         """Call ``env.reset(seed=seed)``; the answer must be ``(obs: str, info: dict)``."""
         reply = self._call({"op": "reset", "seed": seed})
-        value = reply["value"]
+        value = reply.value
         if not (isinstance(value, list) and len(value) == 2):
             raise self._bad(f"reset must return (obs, info), got {_shape(value)}")
         obs, info = value
         self._check_obs(obs)
         if not isinstance(info, dict):
             raise self._bad(f"info must be a dict, got {type(info).__name__}")
-        return ResetResult(obs=obs, info=info, output=reply.get("output", ""))
+        return ResetResult(obs=obs, info=info, output=reply.output)
 
     def step(self, action: Any) -> StepResult:
         """Call ``env.step(action)``; the answer must be
         ``(obs: str, reward: finite float, terminated: bool, truncated: bool, info: dict)``."""
         reply = self._call({"op": "step", "action": action})
-        value = reply["value"]
+        value = reply.value
         if not (isinstance(value, list) and len(value) == 5):
             raise self._bad(f"step must return a 5-tuple, got {_shape(value)}")
         obs, reward, terminated, truncated, info = value
         self._check_obs(obs)
         if isinstance(reward, bool) or not isinstance(reward, (int, float)):
             raise self._bad(f"reward must be a number, got {type(reward).__name__}")
-        if not math.isfinite(reward):
-            raise self._bad(f"reward must be finite, got {reward}")
+        finite = replies.finite_float(reward)
+        if finite is None:
+            text = str(reward) if isinstance(reward, float) else f"an integer of {len(str(abs(reward)))} digits"
+            raise self._bad(f"reward must be finite and fit a float, got {text}")
         if not isinstance(terminated, bool) or not isinstance(truncated, bool):
             raise self._bad("terminated and truncated must be bools, got "
                             f"{type(terminated).__name__} and {type(truncated).__name__}")
         if not isinstance(info, dict):
             raise self._bad(f"info must be a dict, got {type(info).__name__}")
-        return StepResult(obs=obs, reward=float(reward), terminated=terminated,
-                          truncated=truncated, info=info, output=reply.get("output", ""))
+        return StepResult(obs=obs, reward=finite, terminated=terminated,
+                          truncated=truncated, info=info, output=reply.output)
 
     def call(self, method: str, *args: Any) -> Any:
         """Call a public method of the environment with JSON arguments; return its JSON result."""
-        return self._call({"op": "call", "method": method, "args": list(args)})["value"]
+        return self._call({"op": "call", "method": method, "args": list(args)}).value
 
     def close(self) -> dict:
         """Kill the instance (and anything it started) and give the worker back to the pool.
@@ -310,29 +314,38 @@ class EnvHandle:
     def _load(self, source: str, class_name: str | None) -> None:
         reply = self._call({"op": "load", "source": source, "class_name": class_name},
                            self.pool.config.load_deadline_s)
-        self.class_name = reply["value"]
+        if not isinstance(reply.value, str):
+            self._end(expect_dead=False)
+            raise self._bad(f"load answered {type(reply.value).__name__}, not the class name")
+        self.class_name = reply.value
 
-    def _call(self, message: dict, deadline_s: float | None = None) -> dict:
+    def _call(self, message: dict, deadline_s: float | None = None) -> replies.InstanceReply:
         if self.closed:
             raise fail("closed", "the environment instance is closed")
         deadline_s = deadline_s or self.pool.config.call_deadline_s
         deadline = time.monotonic() + deadline_s
         try:
-            _write_frame(self.channel, json.dumps(message).encode(), deadline)
+            request = json.dumps(message, allow_nan=False).encode()
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise fail("bad_call", f"the request cannot be sent as JSON: {exc}"[:500]) from None
+        if len(request) > self.pool.config.max_request_bytes:
+            raise fail("bad_call", f"request of {len(request)} bytes exceeds max_request_bytes "
+                       f"({self.pool.config.max_request_bytes})")
+        try:
+            _write_frame(self.channel, request, deadline)
             payload = _worker.read_frame(self.channel, self.pool.config.max_reply_bytes, deadline)
         except (_worker.FrameError, OSError) as exc:
             raise self._fatal(getattr(exc, "reason", "eof"), exc, deadline_s) from None
         try:
-            reply = json.loads(payload)
-        except (ValueError, RecursionError) as exc:
+            reply = replies.instance_reply(payload, reply_limits(self.pool.config))
+        except replies.ReplyError as exc:
             self._end(expect_dead=False)
-            raise fail("bad_return", f"undecodable reply: {exc}"[:500]) from None
-        if reply.get("ok"):
+            raise fail("bad_return", f"malformed reply, instance closed: {exc.detail}") from None
+        if reply.failure is None:
             return reply
-        failure = Failure(**{k: v for k, v in reply["error"].items() if k in Failure.model_fields})
-        if failure.kind in FATAL_KINDS:
+        if reply.failure.kind in FATAL_KINDS:
             self._end(expect_dead=False)
-        raise SandboxFailure(failure)
+        raise SandboxFailure(reply.failure)
 
     def _fatal(self, reason: str, exc: Exception, deadline_s: float) -> SandboxFailure:
         """End the instance after a transport failure and say why it happened."""
@@ -371,6 +384,12 @@ class EnvHandle:
     @staticmethod
     def _bad(detail: str) -> SandboxFailure:
         return fail("bad_return", detail)
+
+
+def reply_limits(config: SandboxConfig) -> replies.ReplyLimits:
+    """The limits every reply is checked against."""
+    return replies.ReplyLimits(max_depth=config.max_reply_depth,
+                               max_int_digits=config.max_reply_int_digits)
 
 
 def _shape(value: Any) -> str:

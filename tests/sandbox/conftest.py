@@ -38,8 +38,9 @@ class EchoEnv:
         return f"echo {action}", 0.5, self.t >= 3, False, {"t": self.t}
 '''
 
-IDLE_PROCESSES = 3
-"""bwrap's init, the zygote and the zygote's pre-forked spare instance."""
+IDLE_PROCESSES = 2
+"""The zygote (pid 1 of the sandbox: bwrap runs with ``--as-pid-1``) and its pre-forked spare
+instance."""
 
 FAST = dict(workers=2, call_deadline_s=2.0, load_deadline_s=2.0, supervisor_grace_s=1.0,
             memory_mb=256)
@@ -93,8 +94,7 @@ def canary() -> Path:
 
 
 def assert_clean_and_serving(pool: SandboxPool) -> None:
-    """No process is left in any worker beyond bwrap's init, the zygote and its idle pre-forked
-    spare, and the pool still runs a benign environment end to end."""
+    """No process is left in any worker beyond the zygote and its idle pre-forked spare, and the pool still runs a benign environment end to end."""
     for worker in pool.workers:
         if worker.alive:
             assert len(settled_pids(worker, IDLE_PROCESSES)) == IDLE_PROCESSES

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import os
+import signal
 import threading
 import time
 
@@ -47,6 +48,12 @@ def failure_of(call) -> object:
 
 def env_returning(reset_value: str = '"obs", {}', step_value: str = '"obs", 1.0, False, False, {}') -> str:
     return f'''
+def nest(depth):
+    value = []
+    for _ in range(depth - 1):
+        value = [value]
+    return value
+
 class ValueEnv:
     def reset(self, seed=None):
         return {reset_value}
@@ -129,8 +136,16 @@ def test_constructor_exception(pool):
     ('"x" * (2 << 20), {}', None, "exceeds the"),
     ('"obs", {"s": {1, 2}}', None, "not JSON-serialisable"),
     (None, '"just a string"', "step must return a 5-tuple"),
-    (None, '"o", float("nan"), False, False, {}', "reward must be finite"),
-    (None, '"o", float("inf"), False, False, {}', "reward must be finite"),
+    (None, '"o", float("nan"), False, False, {}', "Out of range float values"),
+    (None, '"o", float("inf"), False, False, {}', "Out of range float values"),
+    (None, '"o", 10**400, False, False, {}', "reward must be finite and fit a float"),
+    (None, '"o", -10**400, False, False, {}', "reward must be finite and fit a float"),
+    (None, '"o", 1.0, False, False, {"x": 10**700}', "integer of 701 digits exceeds max_reply_int_digits (640)"),
+    (None, '"o", 1.0, False, False, {"x": 10**5000}', "not JSON-serialisable"),
+    ('"obs", {"x": "\\ud800"}', None, "lone surrogate"),
+    ('"\\udfff", {}', None, "lone surrogate"),
+    ('"obs", {"x": nest(900)}', None, "nested deeper than 32"),
+    ('"obs", {"x": nest(30)}', None, "nested deeper than 32"),
     (None, '"o", "1.0", False, False, {}', "reward must be a number"),
     (None, '"o", True, False, False, {}', "reward must be a number"),
     (None, '"o", 1.0, 1, False, {}', "must be bools"),
@@ -149,6 +164,13 @@ def test_bad_returns(pool, reset_value, step_value, message, clean_after):
             failure = failure_of(lambda: env.step("a"))
     assert failure.kind == "bad_return"
     assert message in failure.detail
+
+
+def test_nesting_up_to_the_limit_is_accepted(pool):
+    """An info value 29 lists deep sits at depth 32 of the reply (envelope, pair, info): the most
+    ``max_reply_depth`` allows."""
+    with pool.load(env_returning('"obs", {"x": nest(29)}')) as env:
+        assert str(env.reset().info["x"]).count("[") == 29
 
 
 def test_integer_reward_is_accepted(pool):
@@ -228,17 +250,21 @@ class ToolEnv:
 
 def test_supervisor_kills_a_stopped_worker(bare_pool):
     """A worker that never answers (its zygote stopped) is killed by the host after the grace,
-    and the pool restarts it for the next environment."""
+    and the pool restarts it for the next environment. (The instance itself cannot stop the
+    zygote, pid 1 of the sandbox, even without seccomp: the host does it here.)"""
     source = '''
 import os, signal
 class StopEnv:
     def reset(self, seed=None):
-        os.kill(2, signal.SIGSTOP)
+        os.kill(1, signal.SIGSTOP)  # dropped by the kernel: pid 1 of its namespace
         return "o", {}
 '''
     env = bare_pool.load(source)
     assert env.reset().obs == "o"  # the instance talks to the host directly
     processes = env.worker.sandbox_pids()
+    with open(f"/proc/{processes[0]}/cmdline", "rb") as handle:
+        assert b"_worker.py" in handle.read()  # the zygote is bwrap's only child
+    os.kill(processes[0], signal.SIGSTOP)
     started = time.monotonic()
     outcome = env.close()  # the zygote is stopped: the close request goes unanswered
     assert "worker killed" in outcome["detail"]

@@ -51,6 +51,36 @@ def first_int(obs: str, index: int = 0) -> int:
     return int(obs.strip("[]").split(",")[index])
 
 
+PROC_MEM_WRITE = '''
+import os
+def run():
+    out = []
+    for entry in sorted(os.listdir("/proc")):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:  # a mapped address: the start of the heap or of the first mapping
+            rows = open(f"/proc/{{entry}}/maps").read().splitlines()
+            row = next((r for r in rows if "[heap]" in r), rows[0])
+            address = int(row.split("-")[0], 16)
+        except (OSError, IndexError):
+            address = 0x400000
+        for path in (f"/proc/{{entry}}/mem", f"/proc/{{entry}}/task/{{entry}}/mem"):
+            try:
+                with open(path, "r+b", buffering=0) as handle:
+                    handle.seek(address)
+                    handle.write(b"A" * 64)
+                out.append("OK " + path)
+            except OSError as exc:
+                out.append("ERR " + type(exc).__name__)
+    return out or ["nothing else visible"]'''
+
+IPC_CREATE = '''
+import ctypes
+def run():
+    libc = ctypes.CDLL(None, use_errno=True)
+    return [libc.msgget(0x5EC2E7, 0o1666), libc.shmget(0x5EC2E7, 4096, 0o1666),
+            libc.semget(0x5EC2E7, 1, 0o1666), libc.mq_open(b"/secret", 0o102, 0o666, None)]'''
+
 ATTACKS = [
     Attack("infinite_loop", "pool", "def run():\n    while True:\n        pass", "timeout"),
     Attack("sleep_forever", "raw_pool", "import time\ndef run():\n    time.sleep(10**6)", "timeout"),
@@ -148,7 +178,7 @@ def run():
             found.append(open(path, "rb").read().decode(errors="replace"))
         except OSError as exc:
             found.append("ERR " + type(exc).__name__)
-    return found''', check=lambda obs, secret: secret not in obs and "PATH=/usr/bin" in obs),
+    return found''', check=lambda obs, secret: secret not in obs and "'PATH': '/usr/bin:/bin'" in obs),
     Attack("read_etc_shadow", "bare_pool", '''
 def run():
     out = []
@@ -225,7 +255,7 @@ def run():
     out = []
     for sig in (signal.SIGKILL, signal.SIGSTOP):
         try:
-            os.kill(2, sig)
+            os.kill(1, sig)
             out.append("OK")
         except OSError as exc:
             out.append("ERR " + type(exc).__name__)
@@ -236,14 +266,14 @@ def run():
     libc = ctypes.CDLL(None, use_errno=True)
     results = [libc.unshare(0x10000000), libc.unshare(0x00020000),
                libc.mount(b"none", b"/tmp", b"tmpfs", 0, None),
-               libc.ptrace(16, 2, None, None), libc.chroot(b"/tmp")]
+               libc.ptrace(16, 1, None, None), libc.chroot(b"/tmp")]
     return results''', check=lambda obs, secret: obs == "[-1, -1, -1, -1, -1]"),
     Attack("bare_unshare_mount", "bare_pool", '''
 import ctypes, os
 def run():
     libc = ctypes.CDLL(None, use_errno=True)
     return [libc.unshare(0x10000000), libc.mount(b"none", b"/tmp", b"tmpfs", 0, None),
-            libc.ptrace(16, 2, None, None)]''', check=lambda obs, secret: obs == "[-1, -1, -1]"),
+            libc.ptrace(16, 1, None, None)]''', check=lambda obs, secret: obs == "[-1, -1, -1]"),
     Attack("thread_bomb", "raw_pool", '''
 import threading, time
 def run():
@@ -261,6 +291,16 @@ import sys
 sys.setrecursionlimit(10**8)
 def run():
     return sorted([0], key=lambda _: run())''', "crash"),
+    Attack("write_pid1_memory", "raw_pool", PROC_MEM_WRITE, check=lambda obs, secret: "OK" not in obs),
+    Attack("bare_write_pid1_memory", "bare_pool", PROC_MEM_WRITE,
+           check=lambda obs, secret: "OK" not in obs),
+    Attack("pid1_is_the_filtered_zygote", "raw_pool", '''
+def run():
+    fields = dict(line.split(":", 1) for line in open("/proc/1/status").read().splitlines())
+    return [fields["Seccomp"].strip(), fields["NoNewPrivs"].strip(), open("/proc/1/cmdline").read()]''',
+           check=lambda obs, secret: obs.startswith("['2', '1', ") and "_worker.py" in obs),
+    Attack("sysv_ipc_and_mqueue_refused", "raw_pool", IPC_CREATE,
+           check=lambda obs, secret: obs == "[-1, -1, -1, -1]"),
     Attack("escape_via_module_attributes", "pool", '''
 import random
 def run():
@@ -320,31 +360,21 @@ def test_daemon_is_gone_after_close(raw_pool, clean_after):
     body = [a for a in ATTACKS if a.name == "double_forked_daemon"][0].body
     env = raw_pool.load(WRAPPER.format(body=body))
     assert env.reset(0).obs == "daemon started"
-    assert len(env.worker.sandbox_pids()) == 4  # init, zygote, instance, daemon
+    assert len(env.worker.sandbox_pids()) == 3  # zygote, instance, daemon
     env.close()
-    assert len(settled_pids(env.worker, 3)) == 3  # init, zygote, new idle spare
+    assert len(settled_pids(env.worker, 2)) == 2  # zygote, new idle spare
 
 
-def test_bare_kill_all_kills_worker_and_pool_recovers(bare_pool, clean_after):
-    """Without seccomp, kill(-1) takes down the zygote. The caller itself survives the signal,
-    but whether its reply gets out first is a race (measured: about 1 run in 8 loses it on a
-    loaded 2-core machine, when the rest of the worker is torn down before the instance writes):
-    either the reset returns, or it fails as a crash naming the dead worker. Either way the host
-    kills what is left of the worker, and the pool restarts it for the next environment (checked
-    by ``clean_after``)."""
-    from testbeds.sandbox.config import SandboxFailure
-
+def test_bare_kill_all_spares_the_zygote(bare_pool, clean_after):
+    """Without seccomp, kill(-1) still cannot take down the zygote: it is pid 1 of the sandbox's
+    pid namespace, and the kernel drops signals sent to a namespace's init from inside it. The
+    caller survives, the worker stays up and keeps serving (checked by ``clean_after``)."""
     clean_after.append(bare_pool)
-    body = "import os\ndef run():\n    os.kill(-1, 9)\n    return 'survived'"
-    env = bare_pool.load(WRAPPER.format(body=body))
-    try:
+    body = ("import os\ndef run():\n    try:\n        os.kill(-1, 9)\n"
+            "    except ProcessLookupError:\n        pass\n    return 'survived'")
+    with bare_pool.load(WRAPPER.format(body=body)) as env:
         assert env.reset(0).obs == "survived"
-    except SandboxFailure as err:
-        assert "crash" in str(err) and "worker died" in str(err) and "worker killed" in str(err)
-    else:
-        outcome = env.close()
-        assert "worker died" in outcome["detail"] and "worker killed" in outcome["detail"]
-    assert not env.worker.alive
+    assert env.worker.alive
 
 
 def test_scratch_is_emptied_between_instances():
@@ -407,7 +437,7 @@ def test_sandbox_dies_with_its_host(tmp_path):
     host = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True,
                             cwd=root, env=os.environ | {"PYTHONPATH": str(root)})
     pids = [int(p) for p in host.stdout.readline().split()]
-    assert len(pids) == 4  # bwrap, its init, the zygote, the loaded instance
+    assert len(pids) == 3  # bwrap, the zygote (pid 1 inside), the loaded instance
     host.kill()
     host.wait()
     deadline = time.monotonic() + 5

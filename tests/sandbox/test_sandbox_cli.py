@@ -73,3 +73,43 @@ def test_benchmark_runs_and_reports(tmp_path):
     assert summary["sandbox_instances_per_s"] > 0 and summary["cpu_ms_per_instance"] > 0
     assert summary["sandbox_step"]["median_ms"] > 0
     assert len(summary["layers"]) == 7
+
+
+HOSTILE = '''
+def nest(depth):
+    value = []
+    for _ in range(depth - 1):
+        value = [value]
+    return value
+
+class HostileEnv:
+    def reset(self, seed=None):
+        return "start", {{}}
+
+    def step(self, action):
+        return {step}
+'''
+
+
+def test_try_gives_a_verdict_for_unreportable_results(tmp_path):
+    """A lone surrogate in an observation, an info nested 900 deep, a reward of 10**400: each
+    ends in a ``bad_return`` verdict line (exit 1), not a traceback."""
+    for step in ('"\\ud800", 0.0, False, False, {}', '"o", 0.0, False, False, {"x": nest(900)}',
+                 '"o", 10**400, False, False, {}'):
+        program = tmp_path / "env.py"
+        program.write_text(HOSTILE.format(step=step))
+        result = CliRunner().invoke(app, ["try", str(program), "--action", "a"])
+        assert result.exit_code == 1, (step, result.output, result.exception)
+        final = json.loads(result.output.strip().splitlines()[-1])
+        assert final["error"]["kind"] == "bad_return", final
+        assert [s["call"] for s in final["steps"]] == ["reset"]
+
+
+def test_try_refuses_actions_it_could_not_report(tmp_path):
+    program = tmp_path / "env.py"
+    program.write_text(PROGRAM)
+    for args in (["--action", "\udcff"], ["--json-actions", "--action", '"\\ud800"'],
+                 ["--json-actions", "--action", "[" * 900 + "]" * 900]):
+        result = CliRunner().invoke(app, ["try", str(program), *args])
+        assert result.exit_code == 2, (args, result.output, result.exception)
+        assert "cannot be reported" in result.output and "Traceback" not in result.output

@@ -1,0 +1,171 @@
+"""Run dirs that never lie: a missing middle round, metrics that disagree with the rounds,
+a refused resume that must write nothing, and a read-only run dir.
+
+Runs use the simulated learner (seconds per run) with the real MAPF testbed."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from curriculum.cli import app
+from curriculum.config import load_config
+from curriculum.loop import run
+from curriculum.rundir import RunDir
+
+runner = CliRunner()
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _config(out: Path, rounds: int = 3, **extra):
+    sets = {"trainer.name": "simulated", "testbed.eval_agents": "[2]",
+            "testbed.eval_instances_per_size": 1, "testbed.eval_samples": 1,
+            "tasks_per_round": 8, "rounds": rounds, "output_dir": str(out), "run_name": "run"}
+    sets.update(extra)
+    return load_config(None, [f"{k}={v}" for k, v in sets.items()])
+
+
+@pytest.fixture
+def finished(tmp_path, monkeypatch):
+    monkeypatch.setenv("CURRICULUM_CACHE", str(tmp_path / "cache"))
+    return RunDir.open(run(_config(tmp_path / "runs")).run_dir)
+
+
+def _invoke(*args: str):
+    result = runner.invoke(app, list(args), terminal_width=400)
+    assert "Traceback" not in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    return result, " ".join((result.output + result.stderr).split()).replace("/.r ound", "/.round")
+
+
+def _history(run_dir: RunDir):
+    return [(h.proposal, h.eval.score) for h in run_dir.history()]
+
+
+def _committed(run_dir: RunDir) -> list[tuple[int, float]]:
+    return [(v["round"], v["score"]) for r in run_dir.metrics_records()
+            if isinstance(v := r.value, dict) and v.get("event") == "round_committed"]
+
+
+def test_a_missing_middle_round_is_named_and_the_resume_repairs_it(finished):
+    before, committed = _history(finished), _committed(finished)
+    shutil.rmtree(finished.round_dir(1))
+    res, text = _invoke("doctor", str(finished.path))
+    assert res.exit_code == 1 and "round 1 is missing" in text, text
+    assert "round(s) 2 cannot be continued from" in text
+    res, text = _invoke("run", "--resume", str(finished.path))
+    assert res.exit_code == 0, text
+    assert "round 1 is missing" in text and "Resuming after round 0: round(s) 2 moved aside" in text
+    assert (finished.rounds_dir / ".round_002.damaged").is_dir()  # kept, never deleted
+    assert finished.completed_rounds() == [0, 1, 2]
+    assert _history(finished) == before  # the deterministic learner reruns them identically
+    assert _committed(finished) == committed
+    res, text = _invoke("doctor", str(finished.path))
+    assert res.exit_code == 0 and "agreeing with all 3 rounds" in text, text
+
+
+def test_a_missing_first_round_starts_over_with_the_rest_kept_aside(finished):
+    before = _history(finished)
+    shutil.rmtree(finished.round_dir(0))
+    res, text = _invoke("run", "--resume", str(finished.path))
+    assert res.exit_code == 0, text
+    assert "round 0 is missing" in text and "Resuming from the start" in text
+    assert (finished.rounds_dir / ".round_001.damaged").is_dir()
+    assert _history(finished) == before
+
+
+def test_metrics_that_disagree_with_a_round_are_named_and_a_resume_rewrites_them(finished):
+    lines = finished.metrics_path.read_text().splitlines()
+    changed, dropped = [], False
+    for line in lines:
+        value = json.loads(line)
+        if value.get("event") == "round_committed" and value["round"] == 1:
+            value["score"] = 0.123456
+        if value.get("event") == "round_committed" and value["round"] == 2:
+            dropped = True
+            continue  # as a kill between the commit and the log leaves it
+        changed.append(json.dumps(value))
+    assert dropped
+    finished.metrics_path.write_text("\n".join(changed) + "\n")
+    res, text = _invoke("doctor", str(finished.path))
+    assert res.exit_code == 1, text
+    assert "round 1: score 0.123456 in metrics.jsonl" in text and "rounds/round_001/eval.json" in text
+    assert "no round_committed record for round 2" in text
+    res, text = _invoke("run", "--resume", str(finished.path))
+    assert res.exit_code == 0, text
+    scores = {i: finished.load_round(i).eval.score for i in range(3)}
+    assert _committed(finished) == sorted(scores.items())
+    res, text = _invoke("doctor", str(finished.path))
+    assert res.exit_code == 0, text
+
+
+def test_a_refused_resume_writes_nothing(tmp_path, monkeypatch):
+    """Nothing intact remains, and --rounds asks for an extension: the refusal comes before
+    config.yaml (or anything else) is rewritten."""
+    monkeypatch.setenv("CURRICULUM_CACHE", str(tmp_path / "cache"))
+    run_dir = RunDir.open(run(_config(tmp_path / "runs", rounds=2)).run_dir)
+    (run_dir.round_dir(0) / "proposal.json").write_text("{}")
+    config, metrics = (run_dir.path / "config.yaml").read_bytes(), run_dir.metrics_path.read_bytes()
+    res, text = _invoke("run", "--resume", str(run_dir.path), "--rounds", "3")
+    assert res.exit_code == 2 and "no intact round remains" in text
+    assert (run_dir.path / "config.yaml").read_bytes() == config
+    assert run_dir.metrics_path.read_bytes() == metrics
+    assert run_dir.completed_rounds() == [0, 1]
+
+
+def test_doctor_opens_nothing_for_writing(finished, monkeypatch):
+    """Every open of a run-dir file by the doctor is read-only (the lock included)."""
+    import builtins
+
+    real_open, modes = builtins.open, []
+
+    def watching(file, mode="r", *args, **kwargs):
+        if str(finished.path) in str(file):
+            modes.append((str(file), mode))
+            if set(mode) & set("wax+"):
+                raise PermissionError(13, "Read-only file system", str(file))
+        return real_open(file, mode, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", watching)
+    res, text = _invoke("doctor", str(finished.path))
+    assert res.exit_code == 0, text
+    assert any(name.endswith(".lock") for name, _ in modes)
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"),
+                    reason="needs root to run the doctor as an unprivileged user")
+def test_doctor_and_resume_on_a_read_only_run_dir(finished):
+    base = Path(tempfile.mkdtemp(prefix="curriculum-readonly-"))
+    try:
+        os.chmod(base, 0o755)
+        copy = base / "run"
+        shutil.copytree(finished.path, copy)
+        for directory, _, files in os.walk(copy):
+            os.chmod(directory, 0o555)
+            for name in files:
+                os.chmod(os.path.join(directory, name), 0o444)
+        command = ["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups",
+                   sys.executable, "-c", "from curriculum.cli import app; app()"]
+        env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(ROOT), "HOME": str(base),
+               "CURRICULUM_CACHE": str(base / "cache"), "COLUMNS": "400"}
+        doctor = subprocess.run([*command, "doctor", str(copy)], capture_output=True, text=True,
+                                env=env, cwd=base, timeout=120)
+        assert doctor.returncode == 0, doctor.stdout + doctor.stderr
+        assert "Traceback" not in doctor.stderr and "intact" in doctor.stdout
+        resume = subprocess.run([*command, "run", "--resume", str(copy)], capture_output=True,
+                                text=True, env=env, cwd=base, timeout=120)
+        assert resume.returncode == 2, resume.stdout + resume.stderr
+        assert "Traceback" not in resume.stderr
+        assert "needs write access" in " ".join(resume.stderr.split())
+    finally:
+        for directory, _, _ in os.walk(base):
+            os.chmod(directory, 0o755)
+        shutil.rmtree(base)
