@@ -20,17 +20,19 @@ Both are the kernel's pool types (``curriculum.core.pool``), read back with ``po
    (``trainers.spade.play``), through the sandbox pool;
 3. scores designs: designer signal ``regret`` → this step's designs, 0.4 * clip(regret/0.15, 0, 1) +
    0.6 * anchor(win rate) from this step's plays; or ``learning_potential`` → the buffered designs
-   due now (generated k steps ago), |EMA_fast - EMA_slow| / (2 (a_fast - a_slow)) of their
-   environment's return over its plays since (the environment is replayed every step until then)
-   (``trainers.spade.rewards``); then centres them per skill together with the rejected ones.
+   due now (generated k steps ago), 0.4 * clip(LP/0.15, 0, 1) + 0.6 * anchor(latest win rate) with
+   LP = |EMA_fast - EMA_slow| / (2 (a_fast - a_slow)) of their environment's return over its plays
+   since (the environment is replayed every step until then) (``trainers.spade.rewards``); then
+   centres them per skill together with the rejected ones.
    Designs marked ``trainable: false`` (a frozen designer, or ``train_designer: false``) are
    scored for the logs and never buffered;
 4. builds the update batch: agent rows (one per unhinted episode; hinted too when
    ``train_on_hinted``) with reward R = episode return, grouped by (environment, hint condition),
    and designer rows popped from the buffer (generated at step t-k, k = ``designer_delay``), with
-   their centred reward, grouped by skill; advantages per role: agent
-   A_i = (r_i - mean_group(r)) / (std_role(r - mean_group) + eps), designer A_i = r_i - mean_skill(r)
-   (no std division, as the paper; ``agent_advantage`` / ``designer_advantage`` switch either);
+   their centred reward, grouped by skill; advantages per role, each role on its own:
+   A_i = (r_i - mean_group(r)) / (std_role(r - mean_group) + eps) (GRPO's mean and std, the two
+   roles normalised separately; ``agent_advantage`` / ``designer_advantage: centred`` drop the std
+   division of either, the public code's designer advantage being centred only);
 5. hands the batch to TRL's ``GRPOTrainer`` through ``rollout_func`` (``prompt_ids``,
    ``completion_ids``, ``logprobs`` and ``env_mask``: environment turns are masked out of the loss)
    and overrides TRL's group advantages with the per-role ones. Designer rows get per-token
@@ -123,8 +125,9 @@ class SelfPlayConfig(GRPOConfig):
     """Training pool size and retirement."""
     designer_signal: Literal["regret", "learning_potential"] = "regret"
     """Designer reward: hint regret + anchor (the method, scored at the design's first play), or
-    learning potential (ablation): |fast − slow EMA| of the agent's return on the environment over
-    its plays from the design's step to its training step k = ``designer_delay`` steps later."""
+    learning potential + anchor (ablation): |fast − slow EMA| of the agent's return on the
+    environment over its plays from the design's step to its training step k = ``designer_delay``
+    steps later takes the regret's place in the blend; the anchor reads the latest win rate."""
     regret_scale: float = Field(R.REGRET_SCALE, gt=0.0)
     """Regret that earns the full regret term: clip(regret / scale, 0, 1)."""
     regret_weight: float = Field(R.REGRET_WEIGHT, ge=0.0)
@@ -167,9 +170,10 @@ class SelfPlayConfig(GRPOConfig):
     agent_advantage: Literal["role_std", "centred"] = "role_std"
     """Agent rows: group-centred return divided by the agent role's std (``role_std``), or only
     centred (``centred``)."""
-    designer_advantage: Literal["centred", "role_std"] = "centred"
-    """Designer rows: the per-skill mean-centred reward as it is (``centred``: the paper, no std
-    division), or divided by the designer role's std (``role_std``)."""
+    designer_advantage: Literal["role_std", "centred"] = "role_std"
+    """Designer rows: the per-skill mean-centred reward divided by the designer role's std
+    (``role_std``: GRPO's mean and std, normalised apart from the agent role), or only centred
+    (``centred``: the public SPADE code, which leaves the designer on its own scale)."""
     micro_batch_size: int = Field(8, ge=1)
     """Rows per forward/backward pass (the update accumulates over the whole step)."""
     sandbox: SandboxConfig = Field(default_factory=lambda: SandboxConfig(workers=2))
@@ -218,6 +222,8 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
         """env_id → why it left the pool (``mastered``, ``stale``, ``overflow``); never re-admitted."""
         self.ema: dict[str, list[float]] = {}
         """env_id → [fast, slow, plays]: EMAs of the agent's mean unhinted return over its plays."""
+        self.last_win: dict[str, list[float]] = {}
+        """env_id → [win rate, hinted win rate] at its latest play (the LP ablation's anchor reads it)."""
         self.step = 0
         self.rng = np.random.default_rng(run_config.seed)
         self._sandbox: Any = None
@@ -240,7 +246,7 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
     def state_dict(self) -> dict[str, Any]:
         return {"step": self.step, "buffer": self.buffer.state_dict(), "pool": self.pool_envs,
                 "retired": self.retired,
-                "ema": self.ema, "rng": self.rng.bit_generator.state,
+                "ema": self.ema, "last_win": self.last_win, "rng": self.rng.bit_generator.state,
                 "last_env_results": {k: v.model_dump(mode="json") for k, v in self.last_env_results.items()}}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -249,6 +255,7 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
         self.pool_envs = dict(state["pool"])
         self.retired = dict(state["retired"])
         self.ema = {k: list(v) for k, v in state["ema"].items()}
+        self.last_win = {k: list(v) for k, v in state.get("last_win", {}).items()}
         self.rng = np.random.default_rng()
         self.rng.bit_generator.state = state["rng"]
         self.last_env_results = {k: EnvOutcome.model_validate(v) for k, v in state.get("last_env_results", {}).items()}
@@ -376,7 +383,8 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
 
         ``regret``: this step's designs, from their environment's plays this step (admitted but
         unplayed: no reward yet). ``learning_potential``: ``designs`` are the buffered ones due now;
-        their value is their environment's LP over every play so far. Rejected: their penalty."""
+        their value is the blend of their environment's LP over every play so far and the anchor
+        at its latest win rate. Rejected: their penalty."""
         cfg: SelfPlayConfig = self.config
         regret = cfg.designer_signal == "regret"
         scored = [d for d in designs if not d.admitted or not regret or d.env_id in stats]
@@ -396,8 +404,15 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
                 p["win_rate"], p["win_rate_hint"] = s["win_rate"], s["win_rate_hint"]
                 value = p["reward"]
             else:
-                p = self._lp_parts(d.env_id)
-                value = p["learning_potential"]
+                lp = self._lp_parts(d.env_id)
+                win, win_hint = self.last_win.get(d.env_id or "", [0.0, 0.0])
+                rate = win if cfg.anchor_on == "no_hint" else (win + win_hint) / 2
+                p = {**lp, **R.learning_potential_reward(
+                    lp["learning_potential"], rate, scale=cfg.regret_scale, regret_weight=cfg.regret_weight,
+                    anchor_weight=cfg.anchor_weight, low=cfg.anchor_low, high=cfg.anchor_high,
+                    ramp=cfg.anchor_ramp)}
+                p["win_rate"], p["win_rate_hint"] = win, win_hint
+                value = p["reward"]
             raw.append(value)
             parts[d.id] = {**p, "uncentred": value}
         centred = R.center_by_group(raw, [d.skill for d in scored])
@@ -521,6 +536,7 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
             entry = known[env_id]
             entry["plays"] += 1
             entry["win_rate"], entry["win_rate_hint"] = s["win_rate"], s["win_rate_hint"]
+            self.last_win[env_id] = [s["win_rate"], s["win_rate_hint"]]
         # 3. buffer this step's trainable designs (a frozen designer's are only scored, for the logs);
         # score this step's designs (regret) or the buffered ones due now (learning potential)
         self.buffer.add([d for d in designs if d.trainable])
@@ -614,7 +630,7 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
         for reason, count in sorted(reasons.items()):
             out[f"spade/rejected/{reason}"] = count / n
         admitted_parts = [p for p in parts.values() if "penalty" not in p]  # the designs scored this step
-        for key in ("regret", "raw_regret", "regret_term", "anchor", "learning_potential", "uncentred"):
+        for key in ("regret", "raw_regret", "regret_term", "lp_term", "anchor", "learning_potential", "uncentred"):
             vals = [p[key] for p in admitted_parts if key in p]
             out[f"spade/designer/{key}"] = R.mean(vals)
         uncentred = [p["uncentred"] for p in parts.values()]  # every design scored now, rejected included

@@ -17,8 +17,9 @@ Also accepted, because models plausibly write them:
 
 Models think before answering, so the final answer is preferred: text after the last
 ``</think>``; then the last fenced code block that parses; then the text after the last "final
-answer"/"answer:"/"solution:" marker; then the whole text. For a labeled agent written several
-times, its last line wins. Agents are numbered by their labels (``Agent 0`` … or ``Agent 1`` …).
+answer"/"answer:"/"solution:" marker; then the whole text. A response that echoes the prompt is
+read after the prompt's answer-format example (that example line is the prompt's, not a path
+of the response). Agents are numbered by their labels (``Agent 0`` … or ``Agent 1`` …).
 ``parse_plan`` never raises. A response longer than ``MAX_RESPONSE_CHARS`` (200,000 characters)
 fails as "response too long" and is not parsed; anything shorter is parsed whole.
 
@@ -26,8 +27,12 @@ Lenient about *format*, never about *content*: the parser does not repair the pl
 it finds is kept (three unlabeled lines are three agents), and each labeled path keeps the agent
 its label names (``ParseResult.agents``: ``Agent 1`` / ``Agent 3`` are agents 0 and 2, never
 renumbered to 0 and 1), so a response that states a different set of agents than the instance
-has fails the Agent-count check whatever its format. The only numbering choice is the base: the
-labels are 0-based when the smallest is 0, else 1-based.
+has fails the Agent-count check whatever its format. Within the answer, labeled and unlabeled
+paths together are the agents stated: a coordinate line without a label beside labeled ones is
+one more agent (``ParseResult.extra``), and a label that carries a path twice states that agent
+twice (``ParseResult.repeated``; its last path is the one the other checks read); either fails
+Agent-count. The only numbering choice is the base: the labels are 0-based when the smallest is
+0, else 1-based.
 """
 
 from __future__ import annotations
@@ -35,6 +40,8 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+
+from testbeds.mapf_frozenlake.prompts import FORMAT, MOVES_FORMAT
 
 Cell = tuple[int, int]
 
@@ -74,6 +81,10 @@ class ParseResult:
     """0-based agent number of each path as the response states it (``None``: 0, 1, 2, … in order)."""
     unplaced: list[int] = field(default_factory=list)
     """Agents the response states with moves but no known start (no path can be built for them)."""
+    extra: int = 0
+    """Unlabeled paths written beside labeled ones (each states one more agent; not in ``paths``)."""
+    repeated: list[int] = field(default_factory=list)
+    """Agents (0-based) whose label carries a path more than once (``paths`` holds the last)."""
 
     def stated_agents(self) -> list[int]:
         """Every agent number the response states, in order (duplicates kept)."""
@@ -115,11 +126,16 @@ _CANON_CELL = re.compile(r"\((\d{1,3}),(\d{1,3})\)")
 def _parse_canonical(text: str) -> ParseResult | None:
     if not _CANON_TEXT.fullmatch(text):
         return None
-    labeled = {}
+    labeled: dict[int, list[Cell]] = {}
+    twice: set[int] = set()
     for lab, cells in _CANON_LINE.findall(text):
+        if int(lab) in labeled:
+            twice.add(int(lab))
         labeled[int(lab)] = [(int(a), int(b)) for a, b in _CANON_CELL.findall(cells)]
     labs = sorted(labeled)
-    return ParseResult(True, [labeled[k] for k in labs], "lines", agents=_agent_numbers(labs))
+    agents = _agent_numbers(labs)
+    return ParseResult(True, [labeled[k] for k in labs], "lines", agents=agents,
+                       repeated=[a for lab, a in zip(labs, agents) if lab in twice])
 
 
 def _agent_numbers(labels: list[int]) -> list[int]:
@@ -134,6 +150,11 @@ def _parse(text: str, num_agents: int | None, starts: list[Cell] | None) -> Pars
     if len(text) > MAX_RESPONSE_CHARS:
         return ParseResult(False, error=f"response too long: {len(text):,} characters, more than "
                                         f"the {MAX_RESPONSE_CHARS:,} that are validated")
+    for example in (FORMAT, MOVES_FORMAT):  # an echoed prompt: its example is no answer line
+        if example in text:
+            after = text.rsplit(example, 1)[1]
+            if after.strip():
+                text = after
     if len(text) < 4000:
         fast = _parse_canonical(text)
         if fast is not None:
@@ -298,6 +319,7 @@ def _deltas(s: str) -> list[Cell] | None:
 def _parse_lines(seg: str, starts: list[Cell] | None) -> ParseResult | None:
     # label -> ("coords", cells) or ("moves", deltas)
     labeled: dict[int, tuple[str, list[Cell]]] = {}
+    with_path: dict[int, int] = {}   # label -> lines that gave it a path (a second one repeats it)
     unlabeled: list[list[Cell]] = []
     current: int | None = None   # label whose path continues on the following lines
     for line in seg.splitlines():
@@ -306,19 +328,25 @@ def _parse_lines(seg: str, starts: list[Cell] | None) -> ParseResult | None:
             lab = int(m.group(1))
             rest = line[m.end():]
             coords = [(int(a), int(b)) for a, b in _COORD.findall(rest)]
+            if current is not None and labeled[current][1]:
+                with_path[current] = with_path.get(current, 0) + 1
             current = None
             if coords:
+                with_path[lab] = with_path.get(lab, 0) + 1
                 labeled[lab] = ("coords", coords)
                 continue
             deltas = _deltas(rest) if starts is not None else None
             if deltas is not None:
                 labeled[lab] = ("moves", deltas)
+                with_path[lab] = with_path.get(lab, 0) + 1
             else:
                 labeled[lab] = ("coords", [])
                 current = lab
             continue
         if "(" not in line and "[" not in line:
             if not line.strip():
+                if current is not None and labeled[current][1]:
+                    with_path[current] = with_path.get(current, 0) + 1
                 current = None
             continue
         coords = _COORD.findall(line)
@@ -328,6 +356,8 @@ def _parse_lines(seg: str, starts: list[Cell] | None) -> ParseResult | None:
                 labeled[current][1].extend(cells)
             else:
                 unlabeled.append(cells)
+    if current is not None and labeled[current][1]:
+        with_path[current] = with_path.get(current, 0) + 1
     labeled = {k: v for k, v in labeled.items() if v[1]}
     if labeled:
         labs = sorted(labeled)
@@ -349,8 +379,11 @@ def _parse_lines(seg: str, starts: list[Cell] | None) -> ParseResult | None:
             out.append(cells)
             agents.append(agent)
         if out:
+            numbers = dict(zip(labs, _agent_numbers(labs)))
             return ParseResult(True, out, "moves" if kinds == {"moves"} else "lines", agents=agents,
-                               unplaced=unplaced)
+                               unplaced=unplaced, extra=len(unlabeled),
+                               repeated=sorted(numbers[lab] for lab, n in with_path.items()
+                                               if n > 1 and lab in numbers))
     if unlabeled:
         return ParseResult(True, unlabeled, "unlabeled")
     return None

@@ -9,7 +9,8 @@
 | goal_reached   | every parsed agent that has a goal ends on it                            |
 | start_correct  | every parsed agent that has a start begins on it                         |
 | agent_count    | the parsed agents are exactly the instance's agents 1..k (count *and*    |
-|                | labels: ``Agent 1``/``Agent 3`` for 2 agents fails; nothing is repaired) |
+|                | labels: ``Agent 1``/``Agent 3`` for 2 agents fails; an unlabeled path   |
+|                | beside labeled ones or a label repeated fails; nothing is repaired)      |
 | hole_free      | no in-bounds cell of any path is a hole                                  |
 | in_bounds      | every cell of every path lies on the grid                                |
 
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass, field
+from collections.abc import Sequence
 from typing import Any
 
 from testbeds.mapf_frozenlake.instance import Instance
@@ -96,8 +98,14 @@ class Verdict:
                 "num_paths": self.num_paths, "format": self.format}
 
 
-def _count_reason(stated: list[int], k: int) -> str:
+def _count_reason(stated: list[int], k: int, extra: int = 0, repeated: Sequence[int] = ()) -> str:
     """Why the stated agents are not exactly agents 1..k (numbers as the prompt writes them)."""
+    if repeated:
+        return (f"agent{'s' if len(repeated) > 1 else ''} {', '.join(str(a + 1) for a in repeated)} "
+                f"labeled with a path more than once")
+    if extra:
+        return (f"{len(stated)} labeled and {extra} unlabeled path{'s' if extra > 1 else ''} "
+                f"for {k} agents")
     if len(stated) != k:
         return f"{len(stated)} paths for {k} agents"
     return (f"the response names agents {', '.join(str(a + 1) for a in sorted(stated))}; "
@@ -169,9 +177,9 @@ def _validate(inst: Instance, x: Any) -> Verdict:
             reasons["goal_reached"] = f"agent {i + 1} ends at {p[-1]}, not its goal {inst.goals[i]}"
 
     stated = pr.stated_agents()
-    ok_count = sorted(stated) == list(range(k))
+    ok_count = sorted(stated) == list(range(k)) and not pr.extra and not pr.repeated
     if not ok_count:
-        reasons["agent_count"] = _count_reason(stated, k)
+        reasons["agent_count"] = _count_reason(stated, k, pr.extra, pr.repeated)
 
     ok_conf = True
     n = len(paths)

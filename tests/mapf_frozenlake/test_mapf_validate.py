@@ -119,6 +119,60 @@ def test_agent_count_fails_for_extra_unlabeled_paths():
     assert seen > 5
 
 
+def _labeled(label, path):
+    return f"Agent {label}: " + " ".join(f"({r},{c})" for r, c in path)
+
+
+@pytest.mark.parametrize("layout", ["after", "before", "between", "continued", "prose_around"])
+def test_agent_count_fails_for_an_unlabeled_path_beside_labeled_ones(layout):
+    """"Agent 1 …, Agent 2 …, (a third path)" on a two-agent instance states three agents: the
+    unlabeled line is not dropped, Agent-count fails with the reason, the other checks hold."""
+    seen = 0
+    for inst in pool(2)[:20]:
+        p0, p1 = inst.optimal_plan
+        try:
+            extra = [_free_cell(inst, [p0, p1])]
+        except StopIteration:
+            continue
+        a, b, x = _labeled(1, p0), _labeled(2, p1), _text([extra])
+        text = {"after": f"{a}\n{b}\n{x}", "before": f"{x}\n{a}\n{b}", "between": f"{a}\n{x}\n{b}",
+                "continued": f"Agent 1:\n{_text([p0])}\n\n{b}\n{x}",
+                "prose_around": f"Here is my plan.\n{a}\n{b}\n{x}\nDone."}[layout]
+        v = validate(inst, text)
+        assert {c for c in CHECKS if v.checks[c] is False} == {"agent_count"}, (text, v.reasons)
+        assert "unlabeled" in v.reasons["agent_count"], v.reasons
+        # the same answer without the extra line is valid: the line alone makes the difference
+        assert validate(inst, text.replace(x, "").replace("\n\n\n", "\n\n")).valid
+        seen += 1
+    assert seen > 5
+
+
+@pytest.mark.parametrize("form", ["canonical", "bracketed", "continued", "moves"])
+def test_agent_count_fails_for_a_repeated_label(form):
+    """A label that carries a path twice states that agent twice (the parser used to keep the
+    last line), even when both lines are the same correct path."""
+    for inst in pool(2)[:10]:
+        p0, p1 = inst.optimal_plan
+        line = {"canonical": _labeled(1, p0),
+                "bracketed": "Agent 1: " + " -> ".join(f"[{r},{c}]" for r, c in p0),
+                "continued": f"Agent 1:\n{_text([p0])}\n",
+                "moves": "Agent 1: " + " ".join(_move_letters(p0))}[form]
+        text = f"{line}\n{_labeled(1, p0)}\n{_labeled(2, p1)}"
+        v = validate(inst, text)
+        assert v.checks["agent_count"] is False, text
+        assert "agent 1 labeled with a path more than once" in v.reasons["agent_count"]
+        assert validate(inst, f"{_labeled(1, p0)}\n{_labeled(2, p1)}").valid
+    # a label line with no path (prose) followed by the path is not a repeat
+    inst = pool(2)[0]
+    p0, p1 = inst.optimal_plan
+    assert validate(inst, f"Agent 1: heads right first\n{_labeled(1, p0)}\n{_labeled(2, p1)}").valid
+
+
+def _move_letters(path):
+    letters = {(-1, 0): "U", (1, 0): "D", (0, -1): "L", (0, 1): "R", (0, 0): "W"}
+    return [letters[(b[0] - a[0], b[1] - a[1])] for a, b in zip(path, path[1:])] or ["W"]
+
+
 @pytest.mark.parametrize("labels", [(1, 3), (0, 2), (2, 3), (3, 1)])
 def test_agent_count_fails_for_labels_naming_other_agents(labels):
     """``Agent 1`` / ``Agent 3`` for a two-agent instance names agents 1 and 3: never renumbered."""

@@ -123,3 +123,23 @@ def test_is_weights_bounded(a, b, cap):
 @given(st.floats(0, 1))
 def test_anchor_in_unit_interval(rate):
     assert 0.0 <= R.anchor(rate) <= 1.0
+
+
+def test_learning_potential_reward_keeps_the_anchor():
+    """The LP ablation swaps only the regret: 0.4 clip(LP / 0.15) + 0.6 anchor(win rate)."""
+    flat = R.learning_potential_reward(0.0, 0.5)
+    assert flat["reward"] == pytest.approx(0.6) and flat["anchor"] == 1.0 and flat["lp_term"] == 0.0
+    moving = R.learning_potential_reward(0.075, 0.275)
+    assert moving["lp_term"] == pytest.approx(0.5) and moving["reward"] == pytest.approx(0.4 * 0.5 + 0.6 * 0.5)
+    assert R.learning_potential_reward(1.0, 0.95)["reward"] == pytest.approx(0.4)
+
+
+def test_default_role_advantages_put_both_roles_on_a_unit_scale():
+    """std_roles=None divides every role by its own std: the designer's tiny centred rewards
+    and the agent's 0/1 returns both end up with std 1 (each role normalised separately)."""
+    rewards = [1.0, 0.0, 1.0, 0.0, 0.02, -0.02, 0.01, -0.01]
+    groups = ["e", "e", "f", "f", "s1", "s1", "s2", "s2"]
+    roles = ["agent"] * 4 + ["designer"] * 4
+    adv = R.role_advantages(rewards, groups, roles, eps=0.0)
+    assert np.std(adv[:4]) == pytest.approx(1.0) and np.std(adv[4:]) == pytest.approx(1.0)
+    assert adv[4] == pytest.approx(0.02 / np.std([0.02, -0.02, 0.01, -0.01]))

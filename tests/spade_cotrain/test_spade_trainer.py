@@ -34,17 +34,19 @@ def _variant(run_config, **trainer):
                             "trainer": {**run_config.trainer.model_dump(mode="json"), **trainer}})
 
 
-def _expected_advantages(rows) -> list[float]:
-    """By hand: centre each reward on its (role, group) mean; divide the agent role's centred
-    values by their std (population std, eps 1e-4); designer values stay centred (the paper)."""
+def _expected_advantages(rows, std_roles=("agent", "designer")) -> list[float]:
+    """By hand: centre each reward on its (role, group) mean; divide the centred values of each
+    role in ``std_roles`` by that role's own std (population std, eps 1e-4)."""
     groups: dict[tuple, list[float]] = {}
     for r in rows:
         groups.setdefault((r["role"], r["group"]), []).append(r["reward"])
     centred = [r["reward"] - sum(groups[(r["role"], r["group"])]) / len(groups[(r["role"], r["group"])])
                for r in rows]
-    agent = [c for c, r in zip(centred, rows) if r["role"] == "agent"]
-    std = (sum((c - sum(agent) / len(agent)) ** 2 for c in agent) / len(agent)) ** 0.5 if agent else 0.0
-    return [c / (std + 1e-4) if r["role"] == "agent" else c for c, r in zip(centred, rows)]
+    stds = {}
+    for role in std_roles:
+        vals = [c for c, r in zip(centred, rows) if r["role"] == role]
+        stds[role] = (sum((c - sum(vals) / len(vals)) ** 2 for c in vals) / len(vals)) ** 0.5 if len(vals) > 1 else 0.0
+    return [c / (stds[r["role"]] + 1e-4) if r["role"] in stds else c for c, r in zip(centred, rows)]
 
 
 def _expected_guess_wins(seed: int, env_index: int) -> list[bool]:
@@ -52,10 +54,13 @@ def _expected_guess_wins(seed: int, env_index: int) -> list[bool]:
     return [random.Random(s).randint(1, 9) == 1 for s in episode_seeds(seed, env_index, G)]
 
 
-def test_four_steps(run_config):
+@pytest.mark.parametrize("designer_advantage", ["role_std", "centred"])
+def test_four_steps(run_config, designer_advantage):
     from trainers.selfplay import SelfPlayTrainer
 
-    trainer = SelfPlayTrainer(run_config, testbed=None)
+    if designer_advantage == "role_std":
+        assert run_config.trainer.designer_advantage == "role_std"  # the default
+    trainer = SelfPlayTrainer(_variant(run_config, designer_advantage=designer_advantage), testbed=None)
     trainer.setup(None)
     trainer.turn_model = ScriptedTurnModel()
     trained_designs: dict[str, list[int]] = {}
@@ -107,12 +112,17 @@ def test_four_steps(run_config):
                 trained_designs.setdefault(r["id"], []).append(step)
                 assert all(0.0 <= w <= 1.5 + 1e-9 for w in r["is_weights"])
             # per-role advantages, computed by hand (not with the function under test)
-            assert [r["advantage"] for r in rows] == pytest.approx(_expected_advantages(rows))
-            # designer advantage = its per-skill centred reward, no std division (the paper)
+            std_roles = ("agent", "designer") if designer_advantage == "role_std" else ("agent",)
+            assert [r["advantage"] for r in rows] == pytest.approx(_expected_advantages(rows, std_roles))
+            # designer advantage = its per-skill centred reward, divided by the designer role's own
+            # std by default (unit scale, like the agent's); only centred with ``centred``
+            centred = {r["id"]: expected_by_id[r["id"]] for r in designer}
+            scale = float(np.std(list(centred.values()))) + 1e-4 if designer_advantage == "role_std" and centred else 1.0
             assert {r["id"]: r["advantage"] for r in designer} == \
-                pytest.approx({r["id"]: expected_by_id[r["id"]] for r in designer})
+                pytest.approx({k: v / scale for k, v in centred.items()})
             if designer:
-                assert np.std([r["advantage"] for r in designer]) != pytest.approx(1.0, abs=1e-2)
+                unit = np.std([r["advantage"] for r in designer]) == pytest.approx(1.0, abs=1e-2)
+                assert unit == (designer_advantage == "role_std")
             assert metrics["train/steps"] == 1.0
             assert np.isfinite(metrics["train/loss"])
             assert metrics["spade/admission_rate"] == 0.75
@@ -218,8 +228,15 @@ def test_learning_potential_from_successive_plays(run_config, levels):
             assert returns[0] == returns[-1] and lp == 0.0
         else:
             assert returns[0] < returns[1] < returns[2] and lp > 0.1
-        # logic skill: guess-0 (LP) and easy-0 (mastered at step 0, one play, LP 0), centred
-        assert designer["0-0"] == pytest.approx(lp / 2) and designer["0-1"] == pytest.approx(-lp / 2)
+        # the LP takes the regret's place in the blend; the anchor stays (at the latest win rate)
+        win = trainer.last_env_results["guess-0"].win_rate
+        guess = R.blend(R.regret_term(lp), R.anchor(win))
+        easy = R.blend(R.regret_term(0.0), R.anchor(1.0))  # mastered at step 0: one play, LP 0
+        if levels[0] == levels[-1]:
+            assert guess == pytest.approx(0.6 * R.anchor(win)) and R.anchor(win) > 0  # anchor, not 0
+        # logic skill: guess-0 and easy-0, centred per skill
+        assert designer["0-0"] == pytest.approx(guess - (guess + easy) / 2)
+        assert designer["0-1"] == pytest.approx(easy - (guess + easy) / 2)
     finally:
         trainer.close()
 

@@ -30,7 +30,12 @@ exponential moving average of the agent's mean unhinted return R_n at its n-th p
 
 so LP measures how fast the return *changes* across plays: flat returns give 0 whatever their
 level, a step of size D in the return gives LP = D / 2 one play later. The normalisation
-1 / (2 (a_fast - a_slow)) is the public code's ``scale``.
+1 / (2 (a_fast - a_slow)) is the public code's ``scale``. The ablation swaps only the regret for
+LP and keeps the rest of the designer reward (the anchor included):
+
+    reward_LP(e)    = 0.4 * clip(LP(e) / s, 0, 1) + 0.6 * anchor(win_rate(e))
+
+with win_rate(e) the agent's win rate at the environment's latest play (then centred per skill).
 
 Per-role advantages (stabiliser 1): samples of each role are normalised on their own,
 
@@ -39,8 +44,10 @@ Per-role advantages (stabiliser 1): samples of each role are normalised on their
     A_i = c_i                                            (the other roles)
 
 Agent groups are (environment, hint condition); the designer's group is its skill, so its
-c_i is exactly the per-skill centred reward above. The paper mean-centres designer rewards per
-skill without a std division, so the trainer divides only the agent role by default.
+c_i is exactly the per-skill centred reward above. GRPO normalises by the group mean and std, and
+the two roles are normalised separately, so the trainer divides both roles by their own std by
+default; the public code's centred-only designer advantage (no std division) is the trainer's
+``designer_advantage: centred``.
 
 Truncated importance sampling (stabiliser 2): a designer sample generated k steps before it is
 trained carries its behaviour log-probs; the per-token weight is
@@ -126,6 +133,18 @@ def designer_reward(returns_with_hint: Sequence[float], returns_without_hint: Se
     a = anchor(win_rate, low, high, ramp)
     return {"regret": r, "raw_regret": raw_regret(returns_with_hint, returns_without_hint),
             "regret_term": term, "anchor": a, "reward": blend(term, a, regret_weight, anchor_weight)}
+
+
+def learning_potential_reward(lp: float, win_rate: float, *, scale: float = REGRET_SCALE,
+                              regret_weight: float = REGRET_WEIGHT, anchor_weight: float = ANCHOR_WEIGHT,
+                              low: float = ANCHOR_LOW, high: float = ANCHOR_HIGH,
+                              ramp: float = ANCHOR_RAMP) -> dict[str, float]:
+    """The learning-potential ablation's uncentred designer reward and its parts: the blend with
+    the learning potential in the regret's place, clip(LP / scale, 0, 1), and the same anchor."""
+    term = regret_term(lp, scale)
+    a = anchor(win_rate, low, high, ramp)
+    return {"learning_potential": float(lp), "lp_term": term, "anchor": a,
+            "reward": blend(term, a, regret_weight, anchor_weight)}
 
 
 def center_by_group(values: Sequence[float], groups: Sequence[Hashable]) -> list[float]:
