@@ -91,6 +91,12 @@ class Testbed(ABC):
                              f"there is no {suite!r} suite")
         return suite
 
+    def held_out_keys(self) -> frozenset[str]:
+        """``canonical`` contents of every held-out (validation and test) task: what ``sample`` and
+        ``warmstart_tasks`` must never return. Empty by default, for a testbed whose held-out
+        suite cannot coincide with training (``spade_pool``)."""
+        return frozenset()
+
     def canonical(self, task: Task) -> str:
         """The content that identifies a task for deduplication (module docstring); by default
         its prompt messages."""
