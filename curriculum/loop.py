@@ -406,6 +406,7 @@ def evaluate_run(run_dir: Path, *, round_index: int | None = None, start: bool =
                                  source=f"{run.path / 'config.yaml'} with --set {' '.join(overrides)}")
     reporter = reporter or QuietReporter()
     testbed = build_testbed(config)
+    testbed.check_suite(suite)
     engineer: Engineer | None = None
     if start:
         index = -1
@@ -422,7 +423,6 @@ def evaluate_run(run_dir: Path, *, round_index: int | None = None, start: bool =
             # key, and with it the weights, are the run's.
             engineer = build_engineer(config, None)
             _warm_start(trainer, engineer, reporter)
-        testbed.check_suite(suite)
         reporter.stage("eval", None)
         report = testbed.evaluate(_with_progress(trainer.policy(), reporter), suite=suite,
                                   seed=derive_seed(config.seed, index, "eval" if suite == "validation" else "test"))
