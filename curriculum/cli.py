@@ -102,6 +102,8 @@ def eval_(
     out: Annotated[Optional[Path], typer.Option(help="Write the eval report (with per-task results) as JSON.")] = None,
     against: Annotated[Optional[Path], typer.Option(
         help="Another eval's JSON (--out, or a run dir's *_eval.json / rounds/*/eval.json): compare task by task.")] = None,
+    suite: Annotated[str, typer.Option(
+        help="Held-out suite: validation (what engineers read) or test (what reports score on).")] = "validation",
 ) -> None:
     """Evaluate a run's checkpoint and print the per-size valid/optimal table; optionally on a
     larger suite, and paired task by task against another eval."""
@@ -122,11 +124,11 @@ def eval_(
               "recorded); evaluate that checkpoint again with --out")
     try:
         report = evaluate_run(run_dir, round_index=round_index, start=start, overrides=set_,
-                              reporter=RichReporter(console))
-    except (ConfigError, FileNotFoundError) as err:
+                              reporter=RichReporter(console), suite=suite)
+    except (ConfigError, FileNotFoundError, ValueError) as err:
         _fail(str(err))
     what = "starting model" if start else f"round {round_index}" if round_index is not None else "last round"
-    console.print(eval_table(report, title=f"eval of {run_dir} ({what})"))
+    console.print(eval_table(report, title=f"eval of {run_dir} ({what}, {suite} suite)"))
     if out is not None:
         write_json(out, report.model_dump(mode="json"))
         console.print(f"wrote {out}")

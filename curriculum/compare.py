@@ -10,7 +10,9 @@ processes. A rerun of ``compare`` reuses finished runs, resumes unfinished ones 
 atomic round commits make that exact) and starts missing ones; a run dir whose saved config
 differs from the requested one is an error, not silently reused.
 
-Per engineer, the final score (eval score after the last round) is summarised over seeds by its
+Per engineer, the final score (the **test** suite's score after the last round; engineers never
+saw it; ``compare.json``'s ``suite`` names it, and run dirs written before runs had two suites
+are scored on their one eval suite, labelled so) is summarised over seeds by its
 mean and 95% percentile-bootstrap interval; for every pair (a, b) the paired difference
 mean_s(final_a(s) − final_b(s)) gets a bootstrap interval too (``curriculum.stats``). Results go
 to ``OUT/compare.json``, a rich table (also saved as ``OUT/table.txt``) and PNG plots in
@@ -42,6 +44,7 @@ import yaml
 
 from curriculum.config import ConfigError, RunConfig, apply_overrides, read_config_file, validate_config
 from curriculum.registry import ENGINEERS
+from curriculum.core.records import LEGACY_SUITE
 from curriculum.report import (RunSummary, plot_distribution, plot_final_by_size, plot_score_curves,
                                bucket_order, rates_by_size)
 
@@ -429,12 +432,19 @@ def summarize(spec: CompareSpec, summaries: dict[tuple[str, int], RunSummary],
         "seeds": spec.seed_list,
         "rounds": rounds,
         "score": "EvalReport.score after the last round (testbed-defined; MAPF: valid rate over all "
-                 "eval instances)",
+                 "instances of the suite)",
+        "suite": _suite_of(summaries.values()),
         "sizes": sizes,
         "summary": per_engineer,
         "pairwise": pairwise_differences({e: v for e, v in finals.items() if v}),
         "runs": runs,
     }
+
+
+def _suite_of(summaries: Any) -> str:
+    """The held-out suite the runs' scores are on (``RunSummary.suite``); several are named."""
+    suites = sorted({s.suite for s in summaries})
+    return " + ".join(suites) if suites else "test"
 
 
 def _measured(value: Any) -> bool:
@@ -446,7 +456,8 @@ def results_table(data: dict[str, Any]) -> Any:
     from rich.console import Group
     from rich.table import Table
 
-    title = "Engineers on {}, {} seeds × {} rounds".format(data["testbed"], len(data["seeds"]), data["rounds"])
+    title = "Engineers on {}, {} seeds × {} rounds, scored on the {} suite".format(
+        data["testbed"], len(data["seeds"]), data["rounds"], data.get("suite") or LEGACY_SUITE)
     if data["simulated"]:
         title = "SIMULATED LEARNER, not model results — " + title
     main = Table(title=title, title_justify="left")
@@ -479,6 +490,7 @@ def results_table(data: dict[str, Any]) -> Any:
 def draw_plots(data: dict[str, Any], summaries: dict[tuple[str, int], RunSummary], out: Path) -> list[Path]:
     """The three comparison plots into ``out``."""
     note = " — SIMULATED learner" if data["simulated"] else ""
+    suite = data.get("suite") or LEGACY_SUITE
     sizes = data["sizes"]
     curves, final, dist = {}, {}, {}
     for e in data["engineers"]:
@@ -494,9 +506,9 @@ def draw_plots(data: dict[str, Any], summaries: dict[tuple[str, int], RunSummary
         return []
     return [
         plot_score_curves(curves, out / "score_per_round.png",
-                          title=f"Eval score per round (mean, 95% bootstrap CI over seeds){note}"),
+                          title=f"{suite.capitalize()}-suite score per round (mean, 95% bootstrap CI over seeds){note}"),
         plot_final_by_size(final, sizes, out / "final_by_size.png",
-                           title=f"Final valid and optimal rate per map size{note}"),
+                           title=f"Final valid and optimal rate per map size, {suite} suite{note}"),
         plot_distribution(dist, sizes, out / "training_distribution.png",
                           title=f"Training distribution per round, mean over seeds{note}"),
     ]

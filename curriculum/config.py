@@ -104,6 +104,10 @@ class RunConfig(StrictModel):
     """Training tasks drawn from the proposal each round (the paper: 4000 instances)."""
     eval_before_training: bool = False
     """Also evaluate the starting model before round 0 (a baseline row in the history)."""
+    test_every_round: bool = True
+    """Evaluate the test suite (what reports and ``compare`` score on) after every round;
+    ``False``: after the last round only (and before training with ``eval_before_training``),
+    which saves one held-out eval per round."""
     keep_checkpoints: int | None = Field(None, ge=1)
     """Keep the full checkpoint (weights, optimizer state) of only the last N committed rounds;
     older rounds keep their records (eval, design, state) but not their weights. ``None`` keeps

@@ -18,7 +18,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.syntax import Syntax
 from rich.table import Table
 
-from curriculum.core.records import RoundReport
+from curriculum.core.records import RoundReport, suite_label
 from curriculum.core.types import EvalReport
 
 
@@ -98,7 +98,8 @@ class RichReporter(QuietReporter):
         """Remember the starting model's eval: every round summary shows its delta to it."""
         self._baseline = report
         self.stage_end()
-        self.console.print(f"baseline (starting model): eval score {report.score:.4f}")
+        self.console.print(f"baseline (starting model): eval score {report.score:.4f} "
+                           f"({suite_label(report)} suite)")
 
     def config(self, text: str, run_dir: str) -> None:
         self.console.rule("[bold]curriculum run")
@@ -144,15 +145,20 @@ class RichReporter(QuietReporter):
         for key in (*_SUMMARY_KEYS, *sorted(k for k in report.train_metrics if k.startswith("spade/"))):
             if key in report.train_metrics:
                 table.add_row(key, f"{report.train_metrics[key]:.4g}", *([""] if base is not None else []))
-        rows = [("score", report.eval.score, base.score if base is not None else None)]
-        rows += [(key, value, base.metrics.get(key) if base is not None else None)
-                 for key, value in report.eval.metrics.items()
+        scored = report.scored()  # the test suite's when the round has one
+        same = base if base is not None and base.suite == scored.suite else None
+        rows = [("score", scored.score, same.score if same is not None else None)]
+        rows += [(key, value, same.metrics.get(key) if same is not None else None)
+                 for key, value in scored.metrics.items()
                  if key.count("/") == 1]  # aggregate metrics only; per-size ones go in eval_table
+        suite = "eval" if scored.suite is None else scored.suite
+        if report.test is not None:  # what the engineer read, beside the score that counts
+            table.add_row("validation/score", f"{report.eval.score:.4g}", *([""] if base is not None else []))
         for key, value, before in rows:
             delta = [_delta(key, value, before) if before is not None else ""] if base is not None else []
-            table.add_row(f"eval/{key}", f"{value:.4g}", *delta)
+            table.add_row(f"{suite}/{key}", f"{value:.4g}", *delta)
         self.console.print(table)
-        headline = headline_table(report.eval)
+        headline = headline_table(scored)
         if headline is not None:
             self.console.print(headline)
         if report.design is not None:
@@ -216,7 +222,7 @@ def headline_table(report: EvalReport) -> Table | None:
               if key.count("/") == 1 and key.startswith("valid_rate/")]
     if not suites:
         return None
-    table = Table(title=f"paper-comparable (percent); pooled score {report.score:.4f}")
+    table = Table(title=f"paper-comparable (percent, {suite_label(report)} suite); pooled score {report.score:.4f}")
     table.add_column("suite")
     table.add_column("valid %", justify="right")
     table.add_column("optimal %", justify="right")

@@ -4,14 +4,21 @@ For round r (0-based), with proposal P_r (P_0 from ``testbed.initial_proposal``)
 
     tasks_r   = testbed.sample(P_r, tasks_per_round, seed=derive(seed, r, "data"))
     metrics_r = trainer.train_round(tasks_r)
-    eval_r    = testbed.evaluate(trainer.policy())
-    report_r  = RoundReport(P_r, metrics_r, eval_r, trainer.env_outcomes())
-    design_r  = engineer.design(history + [report_r])   # skipped after the last round
+    eval_r    = testbed.evaluate(trainer.policy(), suite="validation")
+    test_r    = testbed.evaluate(trainer.policy(), suite="test")   # testbeds with a test suite
+    report_r  = RoundReport(P_r, metrics_r, eval_r, trainer.env_outcomes(), test=test_r)
+    design_r  = engineer.design(history + [report_r])   # skipped after the last round;
+                                                         # sees engineer_view(): no test_r
     P_{r+1}, changes_r = testbed.project(design_r.raw, P_r)
     commit round r atomically (artifacts, checkpoint, RNG, engineer and testbed state)
 
 Every random choice draws from a seed derived from (master seed, round, purpose), so a
 resumed run makes the same choices as an uninterrupted one.
+
+The test suite is evaluated after every round (``test_every_round``; otherwise after the last
+round only) and, with ``eval_before_training``, before training (``baseline_test_eval.json``,
+``warmstart_test_eval.json`` beside the validation ``*_eval.json``). Engineers never receive
+it: ``DesignContext`` and ``on_round_end`` get ``RoundReport.engineer_view()``.
 """
 
 from __future__ import annotations
@@ -26,7 +33,7 @@ import numpy as np
 from curriculum.config import ConfigError, RunConfig, apply_overrides, dump_config, validate_config
 from curriculum.console import QuietReporter
 from curriculum.core import distributed
-from curriculum.core.records import DesignRecord, RoundReport
+from curriculum.core.records import DesignRecord, RoundReport, suite_label
 from curriculum.core.types import EvalReport
 from curriculum.registry import ENGINEERS, TESTBEDS, TRAINERS
 from curriculum.rundir import RunDir, RunDirError, capture_rng, read_json, restore_rng, write_json
@@ -34,7 +41,7 @@ from engineers.base import DesignContext, Engineer
 from testbeds.base import Testbed
 from trainers.base import Trainer
 
-_PURPOSES = {"initial": 0, "data": 1, "eval": 2, "engineer": 3, "train": 4}
+_PURPOSES = {"initial": 0, "data": 1, "eval": 2, "engineer": 3, "train": 4, "test": 5}
 
 
 def derive_seed(seed: int, round_index: int, purpose: str) -> int:
@@ -100,13 +107,13 @@ def run(config: RunConfig, *, resume: Path | None = None, reporter: QuietReporte
             run_dir.truncate_metrics(len(history) - 1)
             if not history:
                 _prepare(config, run_dir, testbed, engineer, trainer, reporter)
-            elif (run_dir.path / "baseline_eval.json").is_file():
-                reporter.baseline(EvalReport.model_validate(read_json(run_dir.path / "baseline_eval.json")))
+            elif (saved := _saved_baseline(run_dir.path)) is not None:
+                reporter.baseline(saved)
         for index in range(len(history), config.rounds):
             report, proposal = _one_round(config, index, proposal, history, run_dir,
                                           testbed, engineer, trainer, reporter)
             history.append(report)
-            engineer.on_round_end(report)
+            engineer.on_round_end(report.engineer_view())
             reporter.round_end(report)
             if main:
                 _plot(run_dir, reporter)
@@ -177,7 +184,17 @@ def _prepare(config: RunConfig, run_dir: RunDir, testbed: Testbed, engineer: Eng
         if config.eval_before_training:
             warm = _pre_eval(config, run_dir, testbed, trainer, reporter, "warmstart")
             reporter.message(f"after warm start: eval score {warm.score:.4f} "
-                             f"({_signed_points(warm.score - baseline.score)} vs baseline)")
+                             f"({_signed_points(warm.score - baseline.score)} vs baseline, "
+                             f"{suite_label(warm)} suite)")
+
+
+def _saved_baseline(path: Path) -> EvalReport | None:
+    """The starting model's saved eval the reporter compares rounds with: the test suite's when
+    saved, else the validation (or, in older run dirs, the one) eval; ``None`` without a baseline."""
+    for name in ("baseline_test_eval.json", "baseline_eval.json"):
+        if (path / name).is_file():
+            return EvalReport.model_validate(read_json(path / name))
+    return None
 
 
 def _warm_start(trainer: Trainer, engineer: Engineer, reporter: QuietReporter) -> dict[str, float]:
@@ -190,12 +207,20 @@ def _warm_start(trainer: Trainer, engineer: Engineer, reporter: QuietReporter) -
 
 def _pre_eval(config: RunConfig, run_dir: RunDir, testbed: Testbed, trainer: Trainer,
               reporter: QuietReporter, name: str) -> EvalReport:
-    """Evaluate before round 0 into ``<name>_eval.json`` (same eval seed for both pre-evals)."""
+    """Evaluate before round 0 on the validation suite into ``<name>_eval.json`` and, when the
+    testbed has one, the test suite into ``<name>_test_eval.json`` (same seeds for both
+    pre-evals). Returns the test eval when there is one (what the reporter shows), else the
+    validation eval."""
     reporter.stage(f"eval {name}", None)
-    report = testbed.evaluate(_with_progress(trainer.policy(), reporter), seed=derive_seed(config.seed, -1, "eval"))
-    reporter.stage_end()
+    policy = _with_progress(trainer.policy(), reporter)
+    report = testbed.evaluate(policy, seed=derive_seed(config.seed, -1, "eval"), suite="validation")
     write_json(run_dir.path / f"{name}_eval.json", report.model_dump(mode="json"))
     run_dir.log({"round": -1, "event": f"{name}_eval", "score": report.score, **report.metrics})
+    if "test" in testbed.eval_suites:
+        report = testbed.evaluate(policy, seed=derive_seed(config.seed, -1, "test"), suite="test")
+        write_json(run_dir.path / f"{name}_test_eval.json", report.model_dump(mode="json"))
+        run_dir.log({"round": -1, "event": f"{name}_test_eval", "score": report.score, **report.metrics})
+    reporter.stage_end()
     return report
 
 
@@ -263,7 +288,8 @@ def _one_round(config: RunConfig, index: int, proposal: Any, history: list[Round
     trainer.save(run_dir.partial_dir(index) / "checkpoint")
     if main:
         run_dir.finish_round(index)
-        run_dir.log({"round": index, "event": "round_committed", "score": report.eval.score, **train_metrics})
+        scores = {"score": report.eval.score, **({"test_score": report.test.score} if report.test else {})}
+        run_dir.log({"round": index, "event": "round_committed", **scores, **train_metrics})
         if config.keep_checkpoints is not None:
             run_dir.prune_checkpoints(config.keep_checkpoints)
     distributed.barrier()
@@ -300,12 +326,18 @@ def _collective(engineer: Engineer) -> bool:
 
 def _evaluate(config: RunConfig, index: int, proposal: Any, train_metrics: dict[str, float], run_dir: RunDir,
               testbed: Testbed, trainer: Trainer, policy: Any, reporter: QuietReporter) -> RoundReport:
-    """Main process only: the held-out evaluation of the round's policy."""
+    """Main process only: the round's policy on the validation suite and, when the testbed has
+    one and the round is due (``test_every_round`` or the last round), the test suite."""
     reporter.stage("eval", None)
-    evaluation = testbed.evaluate(_with_progress(policy, reporter), seed=derive_seed(config.seed, index, "eval"))
+    policy = _with_progress(policy, reporter)
+    evaluation = testbed.evaluate(policy, seed=derive_seed(config.seed, index, "eval"), suite="validation")
     run_dir.log({"round": index, "event": "eval", "score": evaluation.score, **evaluation.metrics})
-    return RoundReport(round=index, proposal=proposal.model_dump(mode="json"),
-                       train_metrics=train_metrics, eval=evaluation, env_outcomes=trainer.env_outcomes())
+    test = None
+    if "test" in testbed.eval_suites and (config.test_every_round or index + 1 >= config.rounds):
+        test = testbed.evaluate(policy, seed=derive_seed(config.seed, index, "test"), suite="test")
+        run_dir.log({"round": index, "event": "test_eval", "score": test.score, **test.metrics})
+    return RoundReport(round=index, proposal=proposal.model_dump(mode="json"), train_metrics=train_metrics,
+                       eval=evaluation, test=test, env_outcomes=trainer.env_outcomes())
 
 
 def _design(config: RunConfig, report: RoundReport, proposal: Any, history: list[RoundReport],
@@ -360,12 +392,14 @@ def _with_progress(policy: Any, reporter: QuietReporter) -> Any:
 
 
 def evaluate_run(run_dir: Path, *, round_index: int | None = None, start: bool = False,
-                 overrides: Sequence[str] = (), reporter: QuietReporter | None = None) -> EvalReport:
+                 overrides: Sequence[str] = (), reporter: QuietReporter | None = None,
+                 suite: str = "validation") -> EvalReport:
     """``curriculum eval``: evaluate a committed round's checkpoint (default: the last one) or, with
     ``start``, the run's starting model (the base model, warm-started when the config has a warm
     start: loaded from the warm-start cache, computed if it is not there). ``overrides`` (``--set``)
     change the saved config for this eval only, e.g. a larger suite:
-    ``testbed.eval_instances_per_size=12``."""
+    ``testbed.eval_instances_per_size=12``. ``suite``: the held-out suite to score
+    (``validation`` or ``test``, as the testbed's ``eval_suites``)."""
     run = RunDir.open(run_dir)
     config = run.saved_config()
     if overrides:
@@ -373,6 +407,7 @@ def evaluate_run(run_dir: Path, *, round_index: int | None = None, start: bool =
                                  source=f"{run.path / 'config.yaml'} with --set {' '.join(overrides)}")
     reporter = reporter or QuietReporter()
     testbed = build_testbed(config)
+    testbed.check_suite(suite)
     engineer: Engineer | None = None
     if start:
         index = -1
@@ -390,8 +425,8 @@ def evaluate_run(run_dir: Path, *, round_index: int | None = None, start: bool =
             engineer = build_engineer(config, None)
             _warm_start(trainer, engineer, reporter)
         reporter.stage("eval", None)
-        report = testbed.evaluate(_with_progress(trainer.policy(), reporter),
-                                  seed=derive_seed(config.seed, index, "eval"))
+        report = testbed.evaluate(_with_progress(trainer.policy(), reporter), suite=suite,
+                                  seed=derive_seed(config.seed, index, "eval" if suite == "validation" else "test"))
         reporter.stage_end()
     finally:
         if engineer is not None:

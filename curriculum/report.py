@@ -12,6 +12,10 @@ metrics); the ``plot_*`` functions take plain arrays and write one PNG each, alw
   size in every round (mean over seeds), one heat map per engineer.
 * ``report_run`` — the single-run versions (``curriculum report RUN_DIR``): eval metrics per
   round, valid rate per map size per round, and the training distribution per round.
+
+Every score is on the run's **test** suite (``RunSummary.suite``) when it has one; run dirs
+written before runs had two suites load with their one eval suite, labelled
+``curriculum.core.records.LEGACY_SUITE`` ("validation = test") wherever a suite is named.
 """
 
 from __future__ import annotations
@@ -99,9 +103,9 @@ class RunSummary:
     seed: int
     rounds_planned: int
     scores: list[float]
-    """Eval score after each completed round."""
+    """Score after each completed round on ``suite`` (NaN for a round that did not run it)."""
     metrics: list[dict[str, float]]
-    """Flat eval metrics after each completed round."""
+    """Flat eval metrics on ``suite`` after each completed round (empty where not run)."""
     data_ratio: list[dict[str, float]]
     """Per completed round: bucket → share of the proposal it trained on (``training_shares``)."""
     baseline_score: float | None = None
@@ -111,6 +115,13 @@ class RunSummary:
     simulated: bool = False
     """Whether the learner was the simulated one."""
     config: dict[str, Any] = field(default_factory=dict)
+    suite: str = "test"
+    """The held-out suite ``scores``, ``metrics`` and the pre-evals are on: ``test`` when the run
+    evaluated one (``RoundReport.test``), else the validation eval's label
+    (``curriculum.core.records.suite_label``: ``validation``, or the one suite of run dirs
+    written before suites were split)."""
+    validation_scores: list[float] = field(default_factory=list)
+    """Validation-suite score after each completed round (what the engineer read)."""
 
     @property
     def complete(self) -> bool:
@@ -122,19 +133,31 @@ class RunSummary:
 
         run = RunDir.open(path)
         config = run.saved_config()
+        from curriculum.core.records import suite_label
+
         history = run.history()
+        tested = any(r.test is not None for r in history) or (run.path / "baseline_test_eval.json").is_file()
+        if tested:
+            suite = "test"
+            evals = [r.test for r in history]
+        else:
+            suite = suite_label(history[0].eval) if history else "validation"
+            evals = [r.eval for r in history]
         pre = {}
         for name in ("baseline", "warmstart"):
-            if (run.path / f"{name}_eval.json").is_file():
-                saved = read_json(run.path / f"{name}_eval.json")
+            path = run.path / (f"{name}_test_eval.json" if tested else f"{name}_eval.json")
+            if path.is_file():
+                saved = read_json(path)
                 pre[name] = {"score": float(saved["score"]), **saved["metrics"]}
         baseline = pre["baseline"]["score"] if "baseline" in pre else None
         ratios = [training_shares(config.testbed.name, report.proposal) for report in history]
         return cls(path=run.path, engineer=config.engineer.name, seed=config.seed,
-                   rounds_planned=config.rounds, scores=[r.eval.score for r in history],
-                   metrics=[dict(r.eval.metrics) for r in history], data_ratio=ratios,
+                   rounds_planned=config.rounds,
+                   scores=[e.score if e is not None else float("nan") for e in evals],
+                   metrics=[dict(e.metrics) if e is not None else {} for e in evals], data_ratio=ratios,
                    baseline_score=baseline, pre_evals=pre, simulated=config.trainer.name == "simulated",
-                   config=config.model_dump(mode="json"))
+                   config=config.model_dump(mode="json"), suite=suite,
+                   validation_scores=[r.eval.score for r in history])
 
 
 # --------------------------------------------------------------------------------------------
@@ -242,7 +265,10 @@ def plot_run_metrics(summary: RunSummary, path: Path) -> Path:
     metrics = [*pre, *summary.metrics]
     x = np.arange(len(metrics))
     left.plot(x, [p["score"] for p in pre] + list(summary.scores), marker="o", linewidth=2.5,
-              color="black", label="score")
+              color="black", label=f"score ({summary.suite})")
+    if summary.suite == "test" and summary.validation_scores:  # what the engineer read
+        left.plot(x[len(pre):], summary.validation_scores, marker="o", linewidth=1.5, color="grey",
+                  label="score (validation)")
     suites = sorted({k for m in metrics for k in suite_rates(m)})
     for kind, style in (("valid", "-"), ("optimal", "--")):
         for k in suites:
@@ -256,7 +282,7 @@ def plot_run_metrics(summary: RunSummary, path: Path) -> Path:
     left.set_ylim(0, 1.05)
     left.grid(alpha=0.3)
     left.legend(fontsize="small")
-    left.set_title("eval metrics per round")
+    left.set_title(f"eval metrics per round, {summary.suite} suite")
     sizes = sorted({s for m in metrics for s in rates_by_size(m)}, key=bucket_order)
     if sizes:
         grid = np.array([[rates_by_size(m).get(s, np.nan) for s in sizes] for m in metrics])
@@ -265,7 +291,7 @@ def plot_run_metrics(summary: RunSummary, path: Path) -> Path:
         right.set_yticks(x, labels)
         right.set_xlabel("map size")
         right.set_ylabel("eval (before round 0, then round)")
-        right.set_title("valid rate per map size")
+        right.set_title(f"valid rate per map size ({summary.suite} suite)")
         fig.colorbar(image, ax=right)
     else:  # a testbed without map sizes (spade_pool, reasoning_gym): nothing to draw per size
         right.axis("off")

@@ -5,11 +5,13 @@ Layout::
     RUN/
       config.yaml               resolved config (resume refuses a different one)
       metrics.jsonl             one JSON record per training log / round event
-      baseline_eval.json        optional eval of the starting model
+      baseline_eval.json        optional eval of the starting model (validation suite)
+      baseline_test_eval.json   the same on the test suite (testbeds that have one)
       rounds/round_000/         one directory per *completed* round:
         proposal.json           what this round trained on
         train_metrics.json
-        eval.json               EvalReport
+        eval.json               EvalReport on the validation suite (what engineers read)
+        test_eval.json          EvalReport on the test suite (what reports score on), when run
         env_outcomes.json       per-environment play results (SPADE), when the trainer has any
         design.json             DesignRecord: engineer input/output, projected proposal, changes
         engineer_prompt.txt     what the engineer's model read (when it used one)
@@ -185,7 +187,8 @@ class RunDir:
         (tmp / "rounds").mkdir(parents=True)
         run = cls(tmp)
         atomic_write(tmp / "config.yaml", dump_config(config))
-        for name in ("baseline_eval.json", "warmstart.json", "warmstart_eval.json"):
+        for name in ("baseline_eval.json", "baseline_test_eval.json", "warmstart.json", "warmstart_eval.json",
+                     "warmstart_test_eval.json"):
             if (stem.path / name).is_file():
                 _link_or_copy(str(stem.path / name), str(tmp / name))
         if stem.metrics_path.is_file():  # appended to later: a copy, never a link
@@ -366,6 +369,8 @@ class RunDir:
         write_json(partial / "proposal.json", report.proposal)
         write_json(partial / "train_metrics.json", report.train_metrics)
         write_json(partial / "eval.json", report.eval.model_dump(mode="json"))
+        if report.test is not None:
+            write_json(partial / "test_eval.json", report.test.model_dump(mode="json"))
         if report.env_outcomes:
             write_json(partial / "env_outcomes.json", [o.model_dump(mode="json") for o in report.env_outcomes])
         _write_design(partial, report)
@@ -452,11 +457,13 @@ class RunDir:
     def load_round(self, index: int) -> RoundReport:
         directory = self.round_dir(index)
         design_path, outcomes_path = directory / "design.json", directory / "env_outcomes.json"
+        test_path = directory / "test_eval.json"
         return RoundReport.model_validate({
             "round": index,
             "proposal": read_json(directory / "proposal.json"),
             "train_metrics": read_json(directory / "train_metrics.json"),
             "eval": read_json(directory / "eval.json"),
+            "test": read_json(test_path) if test_path.is_file() else None,
             "env_outcomes": read_json(outcomes_path) if outcomes_path.is_file() else [],
             "design": read_json(design_path) if design_path.is_file() else None,
         })

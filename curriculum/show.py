@@ -1,4 +1,9 @@
-"""``curriculum show``: what happened in a run, round by round."""
+"""``curriculum show``: what happened in a run, round by round.
+
+Every score names its held-out suite: ``test score`` (what reports and ``compare`` use) beside
+``validation score`` (what the engineer read). A run dir written before runs had two suites has
+one eval suite, shown as ``validation score`` with the note that it was also the reported one.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from curriculum.console import eval_table, proposal_table
+from curriculum.core.records import LEGACY_SUITE, suite_label
 from curriculum.rundir import RunDir
 
 
@@ -17,22 +23,30 @@ def show_run(run_dir: Path, *, round_index: int | None, console: Console) -> Non
     rounds = run.completed_rounds()
     if round_index is None:
         table = Table(title=str(run_dir))
-        for column in ("round", "eval score", "train reward", "engineer", "changes by project"):
+        for column in ("round", "test score", "validation score", "train reward", "engineer", "changes by project"):
             table.add_column(column)
+        legacy = False
         for index in rounds:
             report = run.load_round(index)
             design = report.design
-            table.add_row(str(index), f"{report.eval.score:.4f}",
+            legacy = legacy or report.eval.suite is None
+            table.add_row(str(index), "-" if report.test is None else f"{report.test.score:.4f}",
+                          f"{report.eval.score:.4f}",
                           f"{report.train_metrics.get('train/mean_reward', float('nan')):.4f}",
                           design.engineer if design else "-", str(len(design.changes)) if design else "-")
         console.print(table)
+        if legacy:
+            console.print(f"note: this run has one eval suite ({LEGACY_SUITE}); it was written before "
+                          "runs had a separate test suite, so its validation score is also its reported score")
         return
     if round_index not in rounds:
         raise FileNotFoundError(f"round {round_index} is not completed in {run_dir} (completed: {rounds})")
     report = run.load_round(round_index)
     console.rule(f"round {round_index}: proposal trained on")
     console.print(proposal_table(report.proposal))
-    console.print(eval_table(report.eval, title=f"round {round_index} eval"))
+    if report.test is not None:
+        console.print(eval_table(report.test, title=f"round {round_index} test suite (reported; not shown to the engineer)"))
+    console.print(eval_table(report.eval, title=f"round {round_index} {suite_label(report.eval)} suite (what the engineer read)"))
     design = report.design
     if design is None:
         console.print("no design (last round)")

@@ -30,7 +30,9 @@ class DesignContext:
     total_rounds: int
     """Number of rounds in the run."""
     history: list[RoundReport]
-    """All completed rounds so far, oldest first (the last one is ``round``)."""
+    """All completed rounds so far, oldest first (the last one is ``round``), each as
+    ``RoundReport.engineer_view()``: validation results only, never the test suite's
+    (``__post_init__`` removes them, whoever builds the context)."""
     proposal: BaseModel
     """The proposal the last round trained on."""
     testbed: Testbed
@@ -46,6 +48,9 @@ class DesignContext:
     shard: tuple[int, int] = (1, 0)
     """(groups, this process's group) when ``design`` runs on every rank (``collective_design``):
     a group's processes share one generation engine and get the same share of the work."""
+
+    def __post_init__(self) -> None:
+        self.history = [report.engineer_view() for report in self.history]
 
 
 class Engineer(ABC):
@@ -84,7 +89,7 @@ class Engineer(ABC):
         """Called once when a run starts or resumes."""
 
     def on_round_end(self, report: RoundReport) -> None:
-        """Called after a round is committed to disk."""
+        """Called after a round is committed to disk, with its ``engineer_view()`` (no test results)."""
 
     def warmstart_examples(self, n: int, seed: int) -> list[dict[str, Any]]:
         """Supervised warm-start examples (prompt/completion chat pairs) for the engineer's own

@@ -8,6 +8,18 @@ A testbed owns four things:
 * ``sample`` — turning a proposal into training ``Task``s, deterministically from a seed;
 * ``score`` / ``evaluate`` — the reward of one completion and the eval report of a policy.
 
+**Held-out suites.** ``evaluate(policy, suite=...)`` scores one of the testbed's ``eval_suites``:
+
+* ``"validation"`` — what engineers read (its per-bucket rates, failure breakdown, score);
+* ``"test"`` — what reports, ``compare`` and the demo score on; the controller stores it in
+  ``RoundReport.test``, which engineers never receive (``RoundReport.engineer_view``).
+
+The two are generated from their own seeds and are **disjoint by content**, and ``sample`` and
+``warmstart_tasks`` never return an instance whose content is in either (they redraw it): the
+content is ``canonical(task)`` (MAPF-FrozenLake: map, starts and goals; reasoning-gym: the
+prompt). A testbed with a single held-out suite declares ``eval_suites = ("validation",)``; its
+reports then score on that suite and say so.
+
 Everything the controller stores about a round (proposals, eval reports) is plain JSON, so
 run directories stay readable and resumable.
 """
@@ -33,6 +45,9 @@ class Testbed(ABC):
     proposal_space: ClassVar[ProposalSpace]
     """How engineers read and write that model (``curriculum.core.spaces``); its kind must be the
     one the registry entry declares (``offers``)."""
+    eval_suites: ClassVar[tuple[str, ...]] = ("validation", "test")
+    """The held-out suites ``evaluate`` accepts (module docstring): both, or ``("validation",)``
+    for a testbed with one held-out suite."""
     samples_exactly_n: ClassVar[bool] = True
     """``sample(proposal, n, ...)`` returns exactly ``n`` tasks. Pool testbeds (SPADE) return one
     task per pool entry instead and set this to ``False``."""
@@ -65,8 +80,29 @@ class Testbed(ABC):
         """Reward of one completion and a JSON-able verdict (per-check results etc.)."""
 
     @abstractmethod
-    def evaluate(self, policy: Policy, *, seed: int = 0) -> EvalReport:
-        """Evaluate ``policy`` on the testbed's fixed eval suites."""
+    def evaluate(self, policy: Policy, *, seed: int = 0, suite: str = "validation") -> EvalReport:
+        """Evaluate ``policy`` on one fixed held-out suite (``eval_suites``); the report's
+        ``suite`` names it. Call ``check_suite(suite)`` first."""
+
+    def check_suite(self, suite: str) -> str:
+        """``suite`` if this testbed has it; otherwise a ``ValueError`` naming those it has."""
+        if suite not in self.eval_suites:
+            raise ValueError(f"testbed {self.name!r} has held-out suites {list(self.eval_suites)}; "
+                             f"there is no {suite!r} suite")
+        return suite
+
+    def held_out_keys(self) -> frozenset[str]:
+        """``canonical`` contents of every held-out (validation and test) task: what ``sample`` and
+        ``warmstart_tasks`` must never return. Empty by default, for a testbed whose held-out
+        suite cannot coincide with training (``spade_pool``)."""
+        return frozenset()
+
+    def canonical(self, task: Task) -> str:
+        """The content that identifies a task for deduplication (module docstring); by default
+        its prompt messages."""
+        import json
+
+        return json.dumps(task.messages, sort_keys=True)
 
     @classmethod
     def eval_budget(cls, config: BaseModel, default_max_new_tokens: int) -> tuple[int, int]:

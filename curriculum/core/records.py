@@ -2,6 +2,14 @@
 
 History is a list of ``RoundReport``; engineers derive their decisions from it, so they keep
 little state of their own and resume cleanly.
+
+A round is evaluated on two disjoint held-out suites (``testbeds.base``): ``eval`` is the
+**validation** suite, which engineers read, and ``test`` the **test** suite, which reports,
+``compare`` and the demo score on. Engineers get ``engineer_view()`` of every round (``test``
+removed; ``engineers.base.DesignContext`` applies it), so no test result reaches them.
+``scored()`` is what every reader that reports a score uses: the test eval, or for a round
+without one (a run written before suites were split, or a testbed with one held-out suite)
+the validation eval, with the suite named in ``scored_suite()``.
 """
 
 from __future__ import annotations
@@ -58,9 +66,36 @@ class RoundReport(BaseModel):
     train_metrics: dict[str, float]
     """Aggregated training metrics (mean reward, loss, steps, seconds...)."""
     eval: EvalReport
-    """Evaluation of the policy after this round's training."""
+    """Evaluation of the policy after this round's training on the **validation** suite (what
+    engineers read; in run dirs written before suites were split, the one eval suite)."""
+    test: EvalReport | None = None
+    """The same policy on the **test** suite (what reports and ``compare`` score on); ``None``
+    in the engineers' view, for testbeds with one held-out suite, for rounds the run did not
+    test (``test_every_round: false``) and in run dirs written before suites were split."""
     env_outcomes: list[EnvOutcome] = Field(default_factory=list)
     """What the trainer measured per environment it played this round (SPADE's regret and win
     rates), from ``Trainer.env_outcomes()``; empty for trainers that play no environments."""
     design: DesignRecord | None = None
     """The engineer's design for the next round (``None`` after the last round)."""
+
+    def engineer_view(self) -> RoundReport:
+        """This round as engineers may see it: everything but the test suite's results."""
+        return self.model_copy(update={"test": None})
+
+    def scored(self) -> EvalReport:
+        """The eval reports score on: the test suite's when the round has one, else ``eval``."""
+        return self.test if self.test is not None else self.eval
+
+    def scored_suite(self) -> str:
+        """Name of the suite ``scored()`` is on (``suite_label``)."""
+        return suite_label(self.scored())
+
+
+LEGACY_SUITE = "eval (one suite: validation = test)"
+"""How a report written before suites were split is labelled: its one eval suite was read by
+engineers and reported, so it is both (and held no content deduplication)."""
+
+
+def suite_label(report: EvalReport) -> str:
+    """``"test"``, ``"validation"`` or ``LEGACY_SUITE`` for an eval without a suite name."""
+    return report.suite or LEGACY_SUITE

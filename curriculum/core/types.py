@@ -84,3 +84,7 @@ class EvalReport(BaseModel):
     """Each eval task's own result in [0, 1], by task id (MAPF: valid or not). Two evals that share
     task ids compare task by task (``curriculum eval --against``: gained, lost, a paired interval),
     which separates a change from instance-to-instance noise far better than two pooled rates."""
+    suite: str | None = None
+    """Which held-out suite this is: ``"validation"`` (engineers read it) or ``"test"`` (reports
+    and ``compare`` score on it; engineers never see it). ``None``: written before runs had two
+    suites, when the one eval suite was both read by engineers and reported."""

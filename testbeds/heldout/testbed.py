@@ -129,6 +129,11 @@ class SpadeTestbed(Testbed):
     """Pool proposals, ``env``/``design`` tasks for the ``selfplay`` trainer, held-out eval."""
 
     samples_exactly_n = False  # one task per pool environment and per design, whatever n is
+    eval_suites = ("validation",)
+    """One held-out suite: the reasoning-gym games or tool suite that ``evaluate`` scores is a
+    different task family from the pool's model-written environments (nothing in training can
+    equal one of its items), so there is no second suite to split off; reports score on it and
+    label it ``validation``."""
 
     proposal_model = SpadeProposal
     proposal_space = PoolSpace()
@@ -192,13 +197,14 @@ class SpadeTestbed(Testbed):
             return max(1, items // config.eval_every), rg.max_new_tokens
         return 0, 0
 
-    def evaluate(self, policy: Policy, *, seed: int = 0) -> EvalReport:
+    def evaluate(self, policy: Policy, *, seed: int = 0, suite: str = "validation") -> EvalReport:
+        self.check_suite(suite)
         call = self.eval_calls
         self.eval_calls += 1
         due = call % self.config.eval_every == 0 or call == self.config.final_eval_call
         if not due and self.last_eval is not None:
             return EvalReport(score=self.last_eval["score"], metrics={"heldout/evaluated": 0.0,
-                                                                      "heldout/call": float(call)})
+                                                                      "heldout/call": float(call)}, suite=suite)
         if self.config.setting == "games":
             from testbeds.heldout.reasoning import evaluate as rg_evaluate
 
@@ -211,7 +217,7 @@ class SpadeTestbed(Testbed):
             score = metrics["tools/mean"]
         metrics = {**metrics, "heldout/evaluated": 1.0, "heldout/call": float(call)}
         self.last_eval = {"score": score, "call": call}
-        return EvalReport(score=score, metrics=metrics, breakdown=breakdown, samples=samples)
+        return EvalReport(score=score, metrics=metrics, breakdown=breakdown, samples=samples, suite=suite)
 
     def state_dict(self) -> dict[str, Any]:
         return {"eval_calls": self.eval_calls, "last_eval": self.last_eval}

@@ -1,5 +1,12 @@
 """Fixed evaluation suites and the failure breakdown engineers read (the Trainee-to-Trainer paper's module F).
 
+A run has two held-out suites (``testbeds.base``): **validation** (seed ``eval_seed``; engineers
+read its breakdown) and **test** (seed ``test_seed``; reports score on it). Both are built by
+``build_suite``; the test suite is built with ``exclude`` = the validation suite's contents, so no
+test instance has the map, starts and goals (``content_key``) of a validation instance: such a
+draw is skipped and the next draw of its size taken (draws beyond ``per_size`` come from the same
+seeded stream, so the suite stays reproducible).
+
 A suite is ``per_size`` instances with ``agents`` agents at each of the 8 sizes, generated once
 from a fixed seed with a fixed hole ratio and no wait request (the natural mix), then cached as
 JSONL under ``$CURRICULUM_CACHE`` (default ``~/.cache/curriculum``) in ``mapf_suites/``, keyed by
@@ -42,22 +49,34 @@ def suites_dir() -> Path:
     return cache_dir("mapf_suites")
 
 
+def content_key(inst: Instance) -> str:
+    """An instance's content for deduplication: map size, holes, starts and goals (in agent
+    order); ids, solutions and metadata do not count."""
+    return json.dumps([inst.h, inst.w, sorted(inst.holes), inst.starts, inst.goals])
+
+
 def suite_key(agents: int, per_size: int, seed: int, hole_ratio: float,
-              sizes: tuple[str, ...] | list[str] = SIZES) -> str:
+              sizes: tuple[str, ...] | list[str] = SIZES, exclude: frozenset[str] = frozenset()) -> str:
     params = {"agents": agents, "per_size": per_size, "seed": seed, "hole_ratio": hole_ratio,
               "sizes": list(sizes), "version": SUITE_VERSION}
+    if exclude:
+        params["exclude"] = hashlib.sha256("\n".join(sorted(exclude)).encode()).hexdigest()
     return hashlib.sha256(json.dumps(params, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def build_suite(agents: int, per_size: int, seed: int, hole_ratio: float = 0.2, *,
                 use_cache: bool = True, workers: int | None = None,
-                sizes: tuple[str, ...] | list[str] = SIZES) -> list[Instance]:
+                sizes: tuple[str, ...] | list[str] = SIZES,
+                exclude: frozenset[str] | set[str] = frozenset()) -> list[Instance]:
     """The eval suite (ordered by size, then index), from the disk cache when present.
 
     ``sizes`` restricts the suite to some map sizes; each size's instances are the same whether
-    or not other sizes are included (per-size draws are seeded by size)."""
+    or not other sizes are included (per-size draws are seeded by size). ``exclude``: contents
+    (``content_key``) the suite must not contain; each size's first ``per_size`` draws outside
+    it are kept (a size whose draws keep landing in ``exclude`` is a ``ValueError``)."""
     sizes = [s for s in SIZES if s in sizes]
-    key = suite_key(agents, per_size, seed, hole_ratio, sizes)
+    exclude = frozenset(exclude)
+    key = suite_key(agents, per_size, seed, hole_ratio, sizes, exclude)
     path = suites_dir() / f"{agents}agents-{per_size}x{len(sizes)}-seed{seed}-{key}.jsonl"
     if use_cache and path.exists():
         try:
@@ -66,12 +85,7 @@ def build_suite(agents: int, per_size: int, seed: int, hole_ratio: float = 0.2, 
                 return insts
         except (ValueError, KeyError, TypeError):
             pass  # corrupt cache: regenerate
-    counts = [per_size if s in sizes else 0 for s in SIZES]
-    res = generate(uniform_config(hole_ratio, 0.0), sum(counts), agents=agents,
-                   seed=seed, workers=workers, wait_ratio_override=None,
-                   counts=counts, time_budget_s=60.0, node_budget=5_000)
-    order = {s: i for i, s in enumerate(SIZES)}
-    insts = sorted(res.instances, key=lambda x: (order[x.size], x.id or ""))
+    insts = _draw_suite(agents, per_size, seed, hole_ratio, sizes, exclude, workers)
     for inst in insts:
         inst.id = f"eval-{inst.id}"
     if use_cache:
@@ -80,6 +94,28 @@ def build_suite(agents: int, per_size: int, seed: int, hole_ratio: float = 0.2, 
         tmp.write_text("".join(i.to_json() + "\n" for i in insts))
         os.replace(tmp, path)
     return insts
+
+
+def _draw_suite(agents: int, per_size: int, seed: int, hole_ratio: float, sizes: list[str],
+                exclude: frozenset[str], workers: int | None) -> list[Instance]:
+    """Each size's first ``per_size`` draws whose content is not in ``exclude``: draw ``per_size``
+    (plus a margin when excluding), widen the draw until enough remain."""
+    order = {s: i for i, s in enumerate(SIZES)}
+    extra = 0 if not exclude else max(2, per_size // 4)
+    for _ in range(8):
+        counts = [per_size + extra if s in sizes else 0 for s in SIZES]
+        res = generate(uniform_config(hole_ratio, 0.0), sum(counts), agents=agents,
+                       seed=seed, workers=workers, wait_ratio_override=None,
+                       counts=counts, time_budget_s=60.0, node_budget=5_000)
+        drawn = sorted(res.instances, key=lambda x: (order[x.size], x.id or ""))
+        kept = {s: [i for i in drawn if i.size == s and content_key(i) not in exclude][:per_size]
+                for s in sizes}
+        if all(len(v) == per_size for v in kept.values()):
+            return [i for s in sizes for i in kept[s]]
+        extra = 2 * extra + per_size
+    short = [s for s, v in kept.items() if len(v) < per_size]
+    raise ValueError(f"cannot draw {per_size} {agents}-agent instances per size outside the excluded "
+                     f"suite on {short}: the maps are too small to hold that many distinct instances")
 
 
 class SizeBreakdown(BaseModel):

@@ -3,9 +3,13 @@
 * Proposal: ``GeneratorConfig`` (per size: data, hole and wait ratios); ``project`` legalises any
   JSON value and records each edit.
 * ``sample``: ``n`` training instances with ``train_agents`` (2) agents from the generator,
-  deterministic in (proposal, n, seed).
+  deterministic in (proposal, n, seed). A draw whose map, starts and goals equal a held-out
+  instance's (validation or test suite) is replaced by a redraw of its size (``_fresh``); so is
+  one in ``warmstart_tasks``.
 * ``score``: the adaptive reward of the Trainee-to-Trainer paper with the completion's token count.
-* ``evaluate``: one ``policy.generate`` call over the fixed eval suites (3, 4, 5 agents × 8 sizes).
+* ``evaluate(suite=...)``: one ``policy.generate`` call over the fixed ``validation`` suites
+  (seed ``eval_seed``) or ``test`` suites (seed ``test_seed``, disjoint by content from
+  validation), each over ``eval_agents`` (3, 4, 5) × ``eval_sizes`` (8).
   ``EvalReport.score`` is the **valid rate over all eval instances** (all suites pooled): it is
   the paper's headline metric, lies in [0, 1] and, unlike the optimal rate, still moves when a
   weak policy starts producing correct but suboptimal plans. Optimal rates are in ``metrics``.
@@ -17,7 +21,7 @@ from collections.abc import Sequence
 from typing import Annotated, Any, ClassVar, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from curriculum.core.spaces import BucketSpace
 from curriculum.core.types import Change, Completion, EvalReport, Policy, Task
@@ -28,7 +32,7 @@ from testbeds.mapf_frozenlake.generator import GenerationResult, generate, large
 from testbeds.mapf_frozenlake.instance import Instance
 from testbeds.mapf_frozenlake.prompts import AnswerFormat, PromptStyle, render_prompt
 from testbeds.mapf_frozenlake.reward import AdaptiveReward, accuracy, length_reward
-from testbeds.mapf_frozenlake.suites import bucket_scores, build_suite, flat_metrics, summarize
+from testbeds.mapf_frozenlake.suites import bucket_scores, build_suite, content_key, flat_metrics, summarize
 from testbeds.mapf_frozenlake.validate import validate
 
 
@@ -69,7 +73,13 @@ class MAPFTestbedConfig(BaseModel):
     """Agent counts of the warm start's examples (equal shares). Adding 3 teaches a small model
     the answer format for more agents than GRPO trains on (``train_agents``)."""
     eval_seed: int = 1234
-    """Seed of the eval suites; fixed so every round and engineer sees the same instances."""
+    """Seed of the validation suites (what engineers read); fixed so every round and engineer
+    sees the same instances."""
+    test_seed: int = 4321
+    """Seed of the test suites (what reports and ``compare`` score on; engineers never see their
+    results). Instances equal to a validation instance are skipped; must differ from ``eval_seed``."""
+    test_instances_per_size: int | None = Field(None, ge=1)
+    """Test instances per map size and agent count (``None``: ``eval_instances_per_size``)."""
     eval_hole_ratio: float = Field(0.2, ge=0.0, le=0.5)
     """Hole ratio of eval maps (FrozenLake's default density)."""
     eval_max_new_tokens: int | None = None
@@ -93,6 +103,13 @@ class MAPFTestbedConfig(BaseModel):
     workers: int | None = None
     """Generation processes (``None``: up to 2 for large batches)."""
 
+    @model_validator(mode="after")
+    def _distinct_seeds(self) -> MAPFTestbedConfig:
+        if self.test_seed == self.eval_seed:
+            raise ValueError(f"test_seed and eval_seed are both {self.eval_seed}: the test suite "
+                             "must be drawn from its own seed")
+        return self
+
     @field_validator("eval_sizes", "warmstart_sizes")
     @classmethod
     def _known_sizes(cls, value: list[str]) -> list[str]:
@@ -114,7 +131,8 @@ class MAPFTestbed(Testbed):
         self.reward = AdaptiveReward(short_threshold=self.config.short_threshold,
                                      max_tokens=self.config.max_tokens,
                                      decay=self.config.ema_decay)
-        self._suites: list[Instance] | None = None
+        self._suites: dict[str, list[Instance]] = {}
+        self._held_out: frozenset[str] | None = None
         self.last_generation_report: dict[str, Any] = {}
         """Per-size requested vs achieved ratios of the latest ``sample`` call."""
 
@@ -140,9 +158,7 @@ class MAPFTestbed(Testbed):
             proposal = GeneratorConfig.model_validate(proposal.model_dump())
         agents = self.config.train_agents
         counts = [agents] if isinstance(agents, int) else agents
-        parts = [generate(proposal, share, agents=k, seed=seed, workers=self.config.workers,
-                          time_budget_s=self.config.solver_time_budget_s,
-                          node_budget=self.config.solver_node_budget)
+        parts = [self._fresh(proposal, share, agents=k, seed=seed)
                  for k, share in zip(counts, largest_remainder([1.0] * len(counts), n)) if share]
         if len(parts) == 1:
             return parts[0]
@@ -152,6 +168,38 @@ class MAPFTestbed(Testbed):
         return GenerationResult(instances=[instances[i] for i in order],
                                 report=merge_reports([part.report for part in parts]),
                                 elapsed_s=sum(part.elapsed_s for part in parts))
+
+    def held_out_keys(self) -> frozenset[str]:
+        """Contents (``content_key``) of every validation and test instance: what training and
+        warm-start draws must avoid."""
+        if self._held_out is None:
+            self._held_out = frozenset(content_key(i) for suite in self.eval_suites
+                                       for i in self.eval_instances(suite))
+        return self._held_out
+
+    def canonical(self, task: Task) -> str:
+        return content_key(Instance.from_dict(task.data))
+
+    def _fresh(self, proposal: GeneratorConfig, n: int, *, agents: int, seed: int,
+               **options: Any) -> GenerationResult:
+        """``generate``, with every draw whose content is held out replaced, in place, by a draw
+        of the same size from a seed derived from (``seed``, attempt); deterministic."""
+        common = dict(agents=agents, workers=self.config.workers, node_budget=self.config.solver_node_budget,
+                      time_budget_s=self.config.solver_time_budget_s, **options)
+        res = generate(proposal, n, seed=seed, **common)
+        held = self.held_out_keys()
+        for attempt in range(1, 21):
+            bad = [i for i, inst in enumerate(res.instances) if content_key(inst) in held]
+            if not bad:
+                return res
+            need = {s: sum(res.instances[i].size == s for i in bad) for s in SIZES}
+            redraw_seed = int(np.random.SeedSequence([seed, attempt, 0x4845]).generate_state(1)[0] & 0x7FFFFFFF)
+            redraw = generate(proposal, len(bad), seed=redraw_seed, counts=[need[s] for s in SIZES], **common)
+            pool = {s: [i for i in redraw.instances if i.size == s] for s in SIZES}
+            for i in bad:
+                res.instances[i] = pool[res.instances[i].size].pop(0)
+        raise ValueError(f"{agents}-agent draws of this proposal keep repeating held-out eval instances "
+                         "(20 redraws): its maps are too small to hold instances outside the eval suites")
 
     def sample(self, proposal: BaseModel, n: int, seed: int) -> list[Task]:
         res = self.generate(proposal, n, seed)  # type: ignore[arg-type]
@@ -169,9 +217,7 @@ class MAPFTestbed(Testbed):
         counts = largest_remainder([1.0] * len(agents), n)  # equal shares, as ``generate``
         tasks: list[Task] = []
         for k, count in zip(agents, counts):
-            res = generate(proposal, count, agents=k, seed=seed, workers=self.config.workers,
-                           wait_ratio_override=None, time_budget_s=self.config.solver_time_budget_s,
-                           node_budget=self.config.solver_node_budget)
+            res = self._fresh(proposal, count, agents=k, seed=seed, wait_ratio_override=None)
             tasks.extend(self.task_of(inst) for inst in res.instances)
         # Interleave agent counts so every SFT batch sees each of them.
         order = np.random.default_rng([seed, 0x5753]).permutation(len(tasks))
@@ -213,27 +259,37 @@ class MAPFTestbed(Testbed):
         self.reward.update([c.num_tokens for c in completions])
 
     # -- evaluation ---------------------------------------------------------------------------
-    def eval_instances(self) -> list[Instance]:
-        """All eval suites, in suite then size order (cached on disk and in memory)."""
-        if self._suites is None:
+    def eval_instances(self, suite: str = "validation") -> list[Instance]:
+        """One held-out suite's instances, agent count then size order (cached on disk and in
+        memory); the test suite excludes the validation suite's contents."""
+        self.check_suite(suite)
+        if suite not in self._suites:
+            cfg = self.config
+            per_size, seed, exclude = cfg.eval_instances_per_size, cfg.eval_seed, frozenset()
+            if suite == "test":
+                per_size, seed = cfg.test_instances_per_size or per_size, cfg.test_seed
+                exclude = frozenset(content_key(i) for i in self.eval_instances("validation"))
             insts: list[Instance] = []
-            for k in self.config.eval_agents:
-                insts.extend(build_suite(k, self.config.eval_instances_per_size,
-                                         self.config.eval_seed, self.config.eval_hole_ratio,
-                                         workers=self.config.workers, sizes=self.config.eval_sizes))
-            self._suites = insts
-        return self._suites
+            for k in cfg.eval_agents:
+                part = build_suite(k, per_size, seed, cfg.eval_hole_ratio, workers=cfg.workers,
+                                   sizes=cfg.eval_sizes, exclude=exclude)
+                if suite == "test":  # ids say which suite (validation keeps the ids it always had)
+                    for inst in part:
+                        inst.id = f"test-{inst.id.removeprefix('eval-')}"
+                insts.extend(part)
+            self._suites[suite] = insts
+        return self._suites[suite]
 
-    def eval_tasks(self) -> list[Task]:
-        return [self.task_of(i) for i in self.eval_instances()]
+    def eval_tasks(self, suite: str = "validation") -> list[Task]:
+        return [self.task_of(i) for i in self.eval_instances(suite)]
 
     @classmethod
     def eval_budget(cls, config: BaseModel, default_max_new_tokens: int) -> tuple[int, int]:
         prompts = len(config.eval_agents) * config.eval_instances_per_size * len(config.eval_sizes)
         return prompts, config.eval_max_new_tokens or default_max_new_tokens
 
-    def evaluate(self, policy: Policy, *, seed: int = 0) -> EvalReport:
-        insts = self.eval_instances()
+    def evaluate(self, policy: Policy, *, seed: int = 0, suite: str = "validation") -> EvalReport:
+        insts = self.eval_instances(suite)
         tasks = [self.task_of(i) for i in insts]
         comps = policy.generate(tasks, max_new_tokens=self.config.eval_max_new_tokens, seed=seed)
         if len(comps) != len(tasks):
@@ -244,7 +300,7 @@ class MAPFTestbed(Testbed):
         metrics = flat_metrics(breakdown)
         samples = self._samples(tasks, comps, verdicts)
         return EvalReport(score=metrics["valid_rate"], metrics=metrics, breakdown=breakdown.model_dump(),
-                          bucket_scores=bucket_scores(breakdown), samples=samples,
+                          bucket_scores=bucket_scores(breakdown), samples=samples, suite=suite,
                           task_scores={t.id: float(v.valid) for t, v in zip(tasks, verdicts)})
 
     def _samples(self, tasks, comps, verdicts) -> list[dict[str, Any]]:

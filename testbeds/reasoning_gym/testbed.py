@@ -17,8 +17,11 @@ min(``max_levels``, max over attributes of len(levels)) levels. Buckets are grou
   item's question plus "Put your final answer inside \\boxed{}" (as the held-out eval).
 * ``score``: the dataset's own verifier ``score_answer`` on the last ``\\boxed{}`` content (the
   whole reply without one); reward = that score (1 correct; partial credit where the task defines it).
-* ``evaluate``: a fixed suite of ``eval_per_bucket`` items per bucket from ``eval_seed`` (disjoint
-  from training seeds). ``score`` = mean over buckets of the accuracy (share of answers scoring 1);
+* ``evaluate(suite=...)``: a fixed suite of ``eval_per_bucket`` items per bucket, from
+  ``eval_seed`` (``validation``, what engineers read) or ``test_seed`` (``test``, what reports
+  score on), both disjoint from training seeds. Deduplicated by prompt (``canonical``): the test
+  suite skips items whose prompt is a validation item's, and ``sample`` skips any held-out
+  prompt, taking the bucket's next item instead. ``score`` = mean over buckets of the accuracy (share of answers scoring 1);
   metrics ``accuracy/<task>`` and ``accuracy/<task>/L<level>``; ``bucket_scores``; and the failure
   breakdown per task and level, ``breakdown["buckets"][<task>:<level>] = {"n", "correct",
   "partial" (0 < score < 1), "wrong" (a boxed answer scoring 0), "no_answer" (no \\boxed{})}`` —
@@ -35,7 +38,7 @@ from collections.abc import Sequence
 from typing import Any, ClassVar, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from curriculum.core.spaces import BucketSpace
 from curriculum.core.types import Change, Completion, EvalReport, Policy, Task
@@ -82,9 +85,20 @@ class ReasoningGymTestbedConfig(BaseModel):
     eval_per_bucket: int = Field(8, ge=1)
     """Eval items per (task, level)."""
     eval_seed: int = Field(30_000_000, ge=0)
-    """Base seed of the eval suite (fixed across rounds and runs)."""
+    """Base seed of the validation suite (fixed across rounds and runs)."""
+    test_seed: int = Field(35_000_000, ge=0)
+    """Base seed of the test suite (what reports score on; engineers never see its results).
+    Keep it ≥ 100,000 away from ``eval_seed`` and below ``TRAIN_SEED_BASE`` (40,000,000)."""
     initial: Literal["uniform", "random", "easiest"] = "uniform"
     """Round-0 proposal: equal shares, a random Dirichlet draw, or every task at its level 0."""
+
+    @model_validator(mode="after")
+    def _apart(self) -> ReasoningGymTestbedConfig:
+        if abs(self.test_seed - self.eval_seed) < 100_000 or max(self.test_seed, self.eval_seed) >= TRAIN_SEED_BASE:
+            raise ValueError(f"test_seed ({self.test_seed}) and eval_seed ({self.eval_seed}) must be at least "
+                             f"100,000 apart and below {TRAIN_SEED_BASE} (training seeds), so the suites draw "
+                             "different items")
+        return self
 
     @field_validator("tasks")
     @classmethod
@@ -167,6 +181,8 @@ class ReasoningGymTestbed(Testbed):
         self.proposal_space = BucketSpace(buckets=tuple(b for bs in self.bucket_groups.values() for b in bs),
                                           unit="task level")
         self._where = {b: (t, level) for t, bs in self.bucket_groups.items() for level, b in enumerate(bs)}
+        self._suites: dict[str, list[Task]] = {}
+        self._held_out: frozenset[str] | None = None
 
     # -- proposal space -----------------------------------------------------------------------
     def _proposal(self, shares: dict[str, float]) -> ReasoningGymProposal:
@@ -211,12 +227,33 @@ class ReasoningGymTestbed(Testbed):
     def _bucket_seed(self, base: int, bucket: str) -> int:
         return base + 1000 * self.proposal_space.buckets.index(bucket)
 
+    def _distinct(self, bucket: str, count: int, seed: int, prefix: str, exclude: frozenset[str]) -> list[Task]:
+        """The bucket's first ``count`` items from ``seed`` whose prompt is not in ``exclude``."""
+        extra = max(2, count // 2) if exclude else 0
+        for _ in range(8):
+            items = self._items(bucket, count + extra, seed, prefix)
+            kept = [t for t in items if self.canonical(t) not in exclude][:count]
+            if len(kept) == count:
+                return kept
+            extra = 2 * extra + count
+        raise ValueError(f"bucket {bucket!r} cannot give {count} items whose prompts are outside the "
+                         "held-out suites: its level has too few distinct questions")
+
+    def held_out_keys(self) -> frozenset[str]:
+        """Prompts (``canonical``) of every validation and test item: what training avoids."""
+        if self._held_out is None:
+            self._held_out = frozenset(self.canonical(t) for suite in self.eval_suites
+                                       for t in self.eval_tasks(suite))
+        return self._held_out
+
     def sample(self, proposal: BaseModel, n: int, seed: int) -> list[Task]:
         shares = {b: v.share for b, v in self.proposal_space.read(proposal).items()}
         tasks: list[Task] = []
+        held = self.held_out_keys()
         for bucket, count in allocate(shares, n).items():
             if count:
-                tasks += self._items(bucket, count, self._bucket_seed(TRAIN_SEED_BASE + 1_000_003 * seed, bucket), "train")
+                tasks += self._distinct(bucket, count, self._bucket_seed(TRAIN_SEED_BASE + 1_000_003 * seed, bucket),
+                                        "train", held)
         order = np.random.default_rng([seed, 0x5247]).permutation(len(tasks))
         return [tasks[i] for i in order]
 
@@ -247,10 +284,20 @@ class ReasoningGymTestbed(Testbed):
         answer = task.data["answer"]
         return None if answer is None else f"\\boxed{{{answer}}}"
 
-    def eval_tasks(self) -> list[Task]:
-        """The fixed eval suite: ``eval_per_bucket`` items per bucket."""
-        return [t for b in self.proposal_space.buckets
-                for t in self._items(b, self.config.eval_per_bucket, self._bucket_seed(self.config.eval_seed, b), "eval")]
+    def eval_tasks(self, suite: str = "validation") -> list[Task]:
+        """One fixed held-out suite: ``eval_per_bucket`` items per bucket (module docstring)."""
+        self.check_suite(suite)
+        if suite not in self._suites:
+            n = self.config.eval_per_bucket
+            if suite == "validation":
+                tasks = [t for b in self.proposal_space.buckets
+                         for t in self._items(b, n, self._bucket_seed(self.config.eval_seed, b), "eval")]
+            else:
+                exclude = frozenset(self.canonical(t) for t in self.eval_tasks("validation"))
+                tasks = [t for b in self.proposal_space.buckets
+                         for t in self._distinct(b, n, self._bucket_seed(self.config.test_seed, b), "test", exclude)]
+            self._suites[suite] = tasks
+        return self._suites[suite]
 
     @classmethod
     def eval_budget(cls, config: BaseModel, default_max_new_tokens: int) -> tuple[int, int]:
@@ -258,11 +305,11 @@ class ReasoningGymTestbed(Testbed):
         levels = sum(task_levels(t, config.max_levels) for t in config.tasks)
         return config.eval_per_bucket * levels, default_max_new_tokens
 
-    def evaluate(self, policy: Policy, *, seed: int = 0) -> EvalReport:
-        tasks = self.eval_tasks()
+    def evaluate(self, policy: Policy, *, seed: int = 0, suite: str = "validation") -> EvalReport:
+        tasks = self.eval_tasks(suite)
         completions = policy.generate(tasks, seed=seed)
         verdicts = [self.score(t, c)[1] for t, c in zip(tasks, completions, strict=True)]
-        return eval_report(tasks, completions, verdicts, self.bucket_groups)
+        return eval_report(tasks, completions, verdicts, self.bucket_groups).model_copy(update={"suite": suite})
 
 
 OUTCOMES = ("correct", "partial", "wrong", "no_answer")

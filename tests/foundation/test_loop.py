@@ -153,7 +153,7 @@ def test_the_loop_closes_the_testbed_also_when_a_round_fails(tmp_path, monkeypat
     run(load_config(None, [*sets, "run_name=ok"]))
     assert len(closed) == 1
 
-    def broken_eval(self, policy, *, seed=0):
+    def broken_eval(self, policy, *, seed=0, suite="validation"):
         raise RuntimeError("eval failed")
 
     monkeypatch.setattr(MAPFTestbed, "evaluate", broken_eval)
