@@ -109,7 +109,8 @@ class CompareSpec:
         return self.design.arms[arm].engineer if self.design is not None else arm
 
     def arm_overrides(self, arm: str) -> list[str]:
-        return list(self.design.arms[arm].set) if self.design is not None else []
+        """The design's overrides, then the arm's own (before the command line's ``--set``)."""
+        return [*self.design.set, *self.design.arms[arm].set] if self.design is not None else []
 
 
 @dataclass
@@ -190,6 +191,8 @@ class CompareDesign(BaseModel):
 
     config: Path | None = None
     """Base run config of every run (relative to the design file); ``--config`` overrides it."""
+    set: list[str] = Field(default_factory=list)
+    """``--set``-style overrides for every run, applied before the arms' and the command line's."""
     arms: dict[str, Arm]
     """Arm name → arm. Run directories are ``<arm>-seed<s>``."""
     primary: list[tuple[str, str]] = Field(min_length=1)
