@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+from rich.markup import escape
 
 from curriculum.registry import ENGINEERS, TESTBEDS, TRAINERS
 
@@ -20,7 +21,9 @@ def register(app: typer.Typer) -> None:
 
     @app.command(epilog=COMPARE_EXAMPLE)
     def compare(
-        engineers: Annotated[str, typer.Option(help=f"Comma-separated engineers: {', '.join(ENGINEERS.names())}.")],
+        engineers: Annotated[Optional[str], typer.Option(
+            help=f"Comma-separated engineers: {', '.join(ENGINEERS.names())} (with --design: arms of "
+                 "the design; default all).")] = None,
         testbed: Annotated[Optional[str], typer.Option(help=f"Testbed: {', '.join(TESTBEDS.names())} "
                                                       "(default: the config's).")] = None,
         seeds: Annotated[int, typer.Option(min=1, help="Number of seeds (F..F+N-1, F = --first-seed), the same for every engineer.")] = 3,
@@ -38,16 +41,43 @@ def register(app: typer.Typer) -> None:
                               "seeds over machines; the same --out then gathers them with --seeds).")] = 0,
         share_round0: Annotated[bool, typer.Option(help="Run round 0 once per seed and start every engineer "
                                 "from it (it does not depend on the engineer); SPADE runs its own.")] = True,
+        design: Annotated[Optional[Path], typer.Option(
+            help="Design file declared before the run: arms (engineer + overrides), the primary "
+                 "comparison, seeds per arm, power thresholds (configs/compare/).")] = None,
+        dry_run: Annotated[bool, typer.Option(
+            "--dry-run", help="Run nothing: print the design, its power shortfalls and the minimal "
+                              "detectable effect of each primary pair.")] = False,
+        pilot: Annotated[list[Path], typer.Option(
+            help="With --dry-run: a finished compare dir or per-run eval JSON whose variance sizes the "
+                 "MDE (default: a stated binomial variance).")] = [],
     ) -> None:
         """Benchmark engineers under identical seeds, budget, eval suites and starting config."""
-        from curriculum.compare import CompareSpec, compare as run_compare, results_table
+        from curriculum.compare import (CompareSpec, compare as run_compare, design_summary, design_text,
+                                        load_design, pilot_variance, results_table, run_configs)
         from curriculum.config import ConfigError
         from curriculum.registry import UnknownName
 
-        spec = CompareSpec(engineers=[e.strip() for e in engineers.split(",") if e.strip()], testbed=testbed,
+        try:
+            declared = load_design(design) if design is not None else None
+        except ConfigError as err:
+            _fail(str(err))
+        if engineers is None and declared is None:
+            _fail("--engineers is required without --design")
+        names = ([e.strip() for e in engineers.split(",") if e.strip()] if engineers is not None
+                 else list(declared.arms))
+        spec = CompareSpec(engineers=names, testbed=testbed,
                            seeds=seeds, rounds=rounds, out=out, trainer=trainer, config=config,
                            overrides=list(set_), jobs=jobs, first_seed=first_seed,
-                           share_round0=share_round0)
+                           share_round0=share_round0, design=declared)
+        if dry_run:
+            try:
+                text = design_text(design_summary(spec, run_configs(spec), pilot_variance(list(pilot))))
+            except (ConfigError, UnknownName) as err:
+                _fail(str(err))
+            console.print(text, markup=False, highlight=False, soft_wrap=True)
+            return
+        if pilot:
+            _fail("--pilot sizes the MDE of --dry-run only")
 
         def progress(outcome) -> None:
             extra = f" in {outcome.seconds:.1f}s" if outcome.seconds else ""
@@ -56,7 +86,9 @@ def register(app: typer.Typer) -> None:
                           highlight=False)
 
         try:
-            result = run_compare(spec, progress=progress)
+            result = run_compare(spec, progress=progress,
+                                 warn=lambda m: console.print(f"[yellow]under-powered[/]: {escape(m)}",
+                                                              highlight=False, soft_wrap=True))
         except (ConfigError, UnknownName) as err:
             _fail(str(err))
         console.print(results_table(result.data))

@@ -37,20 +37,24 @@ from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from curriculum.config import ConfigError, RunConfig, apply_overrides, read_config_file, validate_config
-from curriculum.registry import ENGINEERS
 from curriculum.core.records import LEGACY_SUITE
+from curriculum.core.types import EvalReport
+from curriculum.registry import ENGINEERS, TESTBEDS
 from curriculum.report import (RunSummary, plot_distribution, plot_final_by_size, plot_score_curves,
                                bucket_order, rates_by_size)
 
 from curriculum.rundir import RunDir, run_path, write_json
 from curriculum.stem import fork_member, plan_stems
-from curriculum.stats import bootstrap_mean_ci, bootstrap_mean_ci_columns, pairwise_differences
+from curriculum.stats import (VarianceComponents, binomial_default_variance, bootstrap_mean_ci,
+                              bootstrap_mean_ci_columns, minimal_detectable_effect, pairwise_differences,
+                              pooled_paired, variance_components)
 
 SIMULATED_NOTICE = ("SIMULATED LEARNER: these numbers come from trainers/simulated.py, a documented "
                     "model of learning dynamics (docs/simulated_learner.md). They compare engineers "
@@ -85,10 +89,29 @@ class CompareSpec:
     share_round0: bool = True
     """Run round 0 once per seed and start every engineer's run from it (``curriculum.stem``);
     engineers that shape round 0 (SPADE) and runs already started run their own."""
+    design: CompareDesign | None = None
+    """A declared design (``--design``): arms, the primary comparison and the power thresholds;
+    ``engineers`` then names its arms. ``None``: every engineer is an arm of ``seeds`` seeds."""
 
     @property
     def seed_list(self) -> list[int]:
-        return list(range(self.first_seed, self.first_seed + self.seeds))
+        """The seeds of the arm with the most (every arm's seeds start at ``first_seed``)."""
+        return list(range(self.first_seed, self.first_seed + max(self.seeds_of(a) for a in self.engineers)))
+
+    def seeds_of(self, arm: str) -> int:
+        """Number of seeds of ``arm``."""
+        return self.design.seeds_of(arm) if self.design is not None else self.seeds
+
+    def arm_seeds(self, arm: str) -> list[int]:
+        return list(range(self.first_seed, self.first_seed + self.seeds_of(arm)))
+
+    def engineer_of(self, arm: str) -> str:
+        """The registered engineer an arm runs."""
+        return self.design.arms[arm].engineer if self.design is not None else arm
+
+    def arm_overrides(self, arm: str) -> list[str]:
+        """The design's overrides, then the arm's own (before the command line's ``--set``)."""
+        return [*self.design.set, *self.design.arms[arm].set] if self.design is not None else []
 
 
 @dataclass
@@ -119,6 +142,372 @@ class CompareResult:
 
 
 # --------------------------------------------------------------------------------------------
+# the declared design: arms, primary comparison, power thresholds
+# --------------------------------------------------------------------------------------------
+
+class Arm(BaseModel):
+    """One arm of a comparison: an engineer, optionally with config overrides of its own."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    engineer: str
+    """Registered engineer the arm's runs use."""
+    set: list[str] = Field(default_factory=list)
+    """``--set``-style overrides (``key=value``) for this arm's runs only, applied before the
+    command line's; e.g. a ``fixed`` arm trained on the test distribution sets
+    ``testbed.initial_proposal`` to it."""
+    seeds: int | None = Field(None, ge=1)
+    """Seeds of this arm (``None``: ``primary_seeds`` for arms of the primary comparison, else
+    ``secondary_seeds``)."""
+    description: str = ""
+    """What the arm is, for tables and reports."""
+
+
+class PowerThresholds(BaseModel):
+    """The least design that ``compare`` runs without complaint (``power_problems``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    min_primary_seeds: int = Field(6, ge=1)
+    """Seeds of each arm of the primary comparison: with S seeds the smallest two-sided
+    sign-flip p-value over seed means is 2/2^S (S = 3: 0.25, never significant)."""
+    min_secondary_seeds: int = Field(3, ge=1)
+    """Seeds of every other arm."""
+    min_grpo_steps: int = Field(12, ge=1)
+    """Optimiser steps per run (rounds × steps per round) for trainers that count GRPO steps."""
+    min_test_tasks: int = Field(144, ge=1)
+    """Tasks of the scored suite per run (each run is scored on all of them)."""
+    require_start_eval: bool = True
+    """Runs evaluate their starting model too (``eval_before_training``), so start and end of
+    every run are on record."""
+    on_underpowered: Literal["warn", "refuse"] = "warn"
+    """What ``compare`` does with a design below a threshold: print each shortfall and run, or
+    stop with an error before running anything."""
+
+
+class CompareDesign(BaseModel):
+    """A comparison fixed before it runs (``curriculum compare --design FILE``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    config: Path | None = None
+    """Base run config of every run (relative to the design file); ``--config`` overrides it."""
+    set: list[str] = Field(default_factory=list)
+    """``--set``-style overrides for every run, applied before the arms' and the command line's."""
+    arms: dict[str, Arm]
+    """Arm name → arm. Run directories are ``<arm>-seed<s>``."""
+    primary: list[tuple[str, str]] = Field(min_length=1)
+    """Pairs (a, b) of arms whose difference a − b is the comparison's primary question; each is
+    analysed pooled over seeds and tasks (``curriculum.stats.pooled_paired``)."""
+    primary_seeds: int = Field(6, ge=1)
+    """Seeds of the arms in ``primary`` (unless an arm sets its own)."""
+    secondary_seeds: int = Field(3, ge=1)
+    """Seeds of the other arms (unless an arm sets its own)."""
+    alpha: float = Field(0.05, gt=0, lt=1)
+    """Two-sided level of the primary tests and of the MDE."""
+    power: float = Field(0.8, gt=0, lt=1)
+    """Power at which ``--dry-run`` states the minimal detectable effect."""
+    thresholds: PowerThresholds = Field(default_factory=PowerThresholds)
+    """Minimum seeds, steps and test tasks (``power_problems``)."""
+
+    @model_validator(mode="after")
+    def _check(self) -> CompareDesign:
+        if not self.arms:
+            raise ValueError("arms must name at least one arm")
+        for a, b in self.primary:
+            missing = [x for x in (a, b) if x not in self.arms]
+            if missing:
+                raise ValueError(f"primary pair ({a}, {b}) names {', '.join(missing)}, not among the "
+                                 f"arms ({', '.join(self.arms)})")
+            if a == b:
+                raise ValueError(f"primary pair ({a}, {b}) compares an arm with itself")
+        return self
+
+    @property
+    def primary_arms(self) -> list[str]:
+        return [a for a in self.arms if any(a in pair for pair in self.primary)]
+
+    def seeds_of(self, arm: str) -> int:
+        own = self.arms[arm].seeds
+        if own is not None:
+            return own
+        return self.primary_seeds if arm in self.primary_arms else self.secondary_seeds
+
+
+def load_design(path: str | Path) -> CompareDesign:
+    """Read and validate a design file; its ``config`` path is resolved against the file's folder."""
+    data = read_config_file(path)
+    try:
+        design = CompareDesign.model_validate(data)
+    except ValidationError as err:
+        raise ConfigError(f"design {path}: {err}") from None
+    for arm, spec in design.arms.items():
+        if spec.engineer not in ENGINEERS.names():
+            raise ConfigError(f"design {path}: arm {arm!r} names engineer {spec.engineer!r}; registered: "
+                              f"{', '.join(ENGINEERS.names())}")
+    if design.config is not None and not design.config.is_absolute():
+        design = design.model_copy(update={"config": (Path(path).parent / design.config).resolve()})
+    return design
+
+
+def steps_per_run(config: RunConfig) -> int | None:
+    """Optimiser steps a run takes: rounds × (``max_steps_per_round``, else
+    ⌈tasks_per_round × epochs_per_round / prompts_per_step⌉); ``None`` for trainers that do not
+    step on prompt batches (simulated, self-play)."""
+    trainer = config.trainer
+    per_step = getattr(trainer, "prompts_per_step", None)
+    if per_step is None:
+        return None
+    steps = getattr(trainer, "max_steps_per_round", None)
+    if steps is None:
+        steps = max(1, math.ceil(config.tasks_per_round * getattr(trainer, "epochs_per_round", 1) / per_step))
+    return config.rounds * steps
+
+
+def scored_tasks(config: RunConfig) -> int | None:
+    """Tasks a run is scored on: the testbed's ``test_budget`` (a held-out test suite) when it
+    declares one, else its ``eval_budget``; ``None`` when the testbed cannot count them."""
+    cls = TESTBEDS.get(config.testbed.name).load()
+    budget = getattr(cls, "test_budget", None) or cls.eval_budget
+    prompts, _ = budget(config.testbed, config.generation.max_new_tokens)
+    return prompts or None
+
+
+def power_problems(spec: CompareSpec, configs: dict[tuple[str, int], RunConfig]) -> list[str]:
+    """Every way the design falls short of its thresholds (empty: none). Without a design the
+    default ``PowerThresholds`` apply, with every engineer a secondary arm."""
+    design = spec.design
+    limits = design.thresholds if design is not None else PowerThresholds()
+    primary = set(design.primary_arms) if design is not None else set()
+    problems: list[str] = []
+    if design is None:
+        problems.append("no primary comparison declared (--design): every pair is exploratory")
+    for arm in spec.engineers:
+        need = limits.min_primary_seeds if arm in primary else limits.min_secondary_seeds
+        have = spec.seeds_of(arm)
+        if have < need:
+            role = "primary" if arm in primary else "secondary"
+            problems.append(f"arm {arm}: {have} seeds, below the {need} a {role} arm needs")
+    first = {arm: next(c for (a, _), c in configs.items() if a == arm) for arm in spec.engineers}
+    for arm, config in first.items():
+        steps = steps_per_run(config)
+        if steps is not None and steps < limits.min_grpo_steps:
+            problems.append(f"arm {arm}: {steps} optimiser steps per run "
+                            f"({config.rounds} rounds), below {limits.min_grpo_steps}")
+        tasks = scored_tasks(config)
+        if tasks is not None and tasks < limits.min_test_tasks:
+            problems.append(f"arm {arm}: scored on {tasks} tasks per run, below {limits.min_test_tasks}")
+        if limits.require_start_eval and not config.eval_before_training:
+            problems.append(f"arm {arm}: the starting model is not evaluated (eval_before_training: false)")
+    # Identical problems for several arms (a shared base config) read better once.
+    return list(dict.fromkeys(problems))
+
+
+def check_power(spec: CompareSpec, configs: dict[tuple[str, int], RunConfig]) -> list[str]:
+    """``power_problems``; raises ConfigError listing them when the design says ``refuse``."""
+    problems = power_problems(spec, configs)
+    if problems and spec.design is not None and spec.design.thresholds.on_underpowered == "refuse":
+        raise ConfigError("the design is under-powered (thresholds.on_underpowered: refuse):\n  - "
+                          + "\n  - ".join(problems))
+    return problems
+
+
+# --------------------------------------------------------------------------------------------
+# per-task outcomes and the pooled paired analysis
+# --------------------------------------------------------------------------------------------
+
+def final_task_scores(run_dir: Path) -> dict[str, float]:
+    """Per-task outcomes of a run's last committed round, by task id: ``EvalReport.task_scores``
+    of the round's test-suite report (``RoundReport.test``) when the run has one, else of the
+    round's eval. Empty when the run has no round or its reports predate per-task results."""
+    history = RunDir.open(run_dir).history()
+    if not history:
+        return {}
+    last = history[-1]
+    report = getattr(last, "test", None) or last.eval
+    return dict(report.task_scores)
+
+
+def paired_task_differences(scores: dict[tuple[str, int], dict[str, float]], a: str, b: str
+                            ) -> dict[int, np.ndarray]:
+    """{seed: d_{s,t} = y^a_{s,t} − y^b_{s,t} on the tasks both runs of seed s scored, in task id
+    order}, over the seeds where both arms have per-task outcomes."""
+    out: dict[int, np.ndarray] = {}
+    for (arm, seed), ya in sorted(scores.items(), key=lambda kv: kv[0][1]):
+        if arm != a or (b, seed) not in scores:
+            continue
+        yb = scores[(b, seed)]
+        shared = sorted(set(ya) & set(yb))
+        if shared:
+            out[seed] = np.array([ya[t] - yb[t] for t in shared], dtype=float)
+    return out
+
+
+def primary_analysis(spec: CompareSpec, scores: dict[tuple[str, int], dict[str, float]]) -> list[dict[str, Any]]:
+    """For every pair (a, b) of the primary comparison: ``curriculum.stats.pooled_paired`` of
+    a − b over seeds and tasks, as JSON-able rows (``reason`` instead where no pair exists)."""
+    if spec.design is None:
+        return []
+    rows = []
+    for a, b in spec.design.primary:
+        diffs = paired_task_differences(scores, a, b)
+        row: dict[str, Any] = {"a": a, "b": b}
+        if not diffs:
+            row["reason"] = "no seed where both arms have per-task outcomes"
+        else:
+            row.update(pooled_paired(diffs, alpha=spec.design.alpha).to_dict())
+            row["seed_list"] = sorted(diffs)
+        rows.append(row)
+    return rows
+
+
+# --------------------------------------------------------------------------------------------
+# before the run: the minimal detectable effect (--dry-run)
+# --------------------------------------------------------------------------------------------
+
+DEFAULT_PILOT_RATE = 0.5
+"""Success rate assumed when no pilot exists: Var(d) = 2·p·(1 − p) = 0.5, the binomial maximum."""
+
+
+@dataclass
+class PilotVariance:
+    """Where the MDE's variance comes from."""
+
+    components: VarianceComponents
+    source: str
+    """A sentence naming the pilot (or the default) and how the variance was estimated."""
+
+
+def pilot_variance(paths: list[Path]) -> PilotVariance:
+    """The variance of per-task paired differences for the MDE.
+
+    * A finished compare dir (``compare.json`` with per-run ``task_scores``, or its ``runs/``):
+      ``variance_components`` of the paired differences of every pair of arms on shared seeds,
+      averaged over pairs (σ²_b and σ²_w each).
+    * Eval JSON files (``EvalReport`` with ``task_scores``: a run's ``rounds/*/eval.json``,
+      ``curriculum eval --out``): the pooled success rate p̂ of their tasks, and
+      ``binomial_default_variance(p̂)`` (two independent arms at that rate, no seed component).
+    * Nothing: ``binomial_default_variance(DEFAULT_PILOT_RATE)``.
+    """
+    if not paths:
+        return PilotVariance(binomial_default_variance(DEFAULT_PILOT_RATE),
+                             "no pilot: the stated default, two independent pass/fail arms at a 50% "
+                             "success rate, Var(d) = 2·p·(1 − p) = 0.5, no seed component")
+    scores: dict[tuple[str, int], dict[str, float]] = {}
+    rates: list[float] = []
+    for path in paths:
+        path = Path(path)
+        if path.is_dir():
+            scores.update(_compare_dir_scores(path))
+        else:
+            from curriculum.rundir import read_json
+
+            try:
+                report = EvalReport.model_validate(read_json(path))
+            except (OSError, ValueError) as err:
+                raise ConfigError(f"--pilot {path}: not an eval report or compare dir ({type(err).__name__})") from None
+            if not report.task_scores:
+                raise ConfigError(f"--pilot {path}: the eval report has no per-task results")
+            rates.extend(report.task_scores.values())
+    if scores:
+        arms = sorted({a for a, _ in scores})
+        comps = [variance_components(d) for i, a in enumerate(arms) for b in arms[i + 1:]
+                 if (d := paired_task_differences(scores, a, b))]
+        if not comps:
+            raise ConfigError(f"--pilot {', '.join(map(str, paths))}: no two arms share a seed with "
+                              "per-task outcomes")
+        mean = VarianceComponents(float(np.mean([c.between_seed for c in comps])),
+                                  float(np.mean([c.within_seed for c in comps])),
+                                  max(c.seeds for c in comps), float(np.mean([c.tasks_per_seed for c in comps])))
+        return PilotVariance(mean, f"pilot {', '.join(map(str, paths))}: per-task paired differences of "
+                                   f"{len(comps)} arm pair(s), σ²_b = {mean.between_seed:.4g}, "
+                                   f"σ²_w = {mean.within_seed:.4g} (mean over pairs)")
+    p = float(np.mean(rates))
+    return PilotVariance(binomial_default_variance(p),
+                         f"pilot {', '.join(map(str, paths))}: success rate {p:.3f} over {len(rates)} "
+                         f"tasks, two independent arms at that rate: Var(d) = 2·p·(1 − p) = "
+                         f"{2 * p * (1 - p):.4g}, no seed component")
+
+
+def _compare_dir_scores(path: Path) -> dict[tuple[str, int], dict[str, float]]:
+    """(arm, seed) → final per-task outcomes of a compare dir (``compare.json``, else ``runs/``)."""
+    out: dict[tuple[str, int], dict[str, float]] = {}
+    summary = path / "compare.json"
+    if summary.is_file():
+        for row in json.loads(summary.read_text()).get("runs", []):
+            if row.get("task_scores"):
+                out[(row["engineer"], int(row["seed"]))] = {str(k): float(v) for k, v in row["task_scores"].items()}
+    if not out and (path / "runs").is_dir():
+        for run in sorted((path / "runs").iterdir()):
+            arm, _, seed = run.name.rpartition("-seed")
+            if arm and seed.isdigit() and (run / "config.yaml").is_file():
+                found = final_task_scores(run)
+                if found:
+                    out[(arm, int(seed))] = found
+    if not out:
+        raise ConfigError(f"--pilot {path}: no run with per-task outcomes (compare.json rows' task_scores "
+                          "or runs/<arm>-seed<s>)")
+    return out
+
+
+def design_summary(spec: CompareSpec, configs: dict[tuple[str, int], RunConfig],
+                   pilot: PilotVariance) -> dict[str, Any]:
+    """What ``compare --dry-run`` prints: arms, seeds, steps, scored tasks, the power problems and
+    the MDE of every primary pair (every pair when no design is declared)."""
+    alpha = spec.design.alpha if spec.design is not None else 0.05
+    power = spec.design.power if spec.design is not None else 0.8
+    arms = []
+    for arm in spec.engineers:
+        config = next(c for (a, _), c in configs.items() if a == arm)
+        arms.append({"arm": arm, "engineer": spec.engineer_of(arm), "seeds": spec.seeds_of(arm),
+                     "steps_per_run": steps_per_run(config), "scored_tasks": scored_tasks(config),
+                     "overrides": spec.arm_overrides(arm)})
+    by_arm = {a["arm"]: a for a in arms}
+    pairs = (spec.design.primary if spec.design is not None
+             else [(a, b) for i, a in enumerate(spec.engineers) for b in spec.engineers[i + 1:]])
+    mdes = []
+    for a, b in pairs:
+        seeds = min(by_arm[a]["seeds"], by_arm[b]["seeds"])
+        tasks = min(t for t in (by_arm[a]["scored_tasks"], by_arm[b]["scored_tasks"]) if t) \
+            if (by_arm[a]["scored_tasks"] or by_arm[b]["scored_tasks"]) else None
+        row: dict[str, Any] = {"a": a, "b": b, "seeds": seeds, "tasks": tasks}
+        if tasks:
+            row["mde"] = minimal_detectable_effect(pilot.components, seeds, tasks, alpha=alpha, power=power)
+        else:
+            row["reason"] = "the testbed does not count its scored tasks"
+        mdes.append(row)
+    return {"arms": arms, "primary": spec.design is not None, "pairs": mdes, "alpha": alpha, "power": power,
+            "variance": pilot.components.to_dict(), "variance_source": pilot.source,
+            "problems": power_problems(spec, configs), "runs": len(configs)}
+
+
+def design_text(summary: dict[str, Any]) -> str:
+    """``design_summary`` as the plain text ``--dry-run`` prints."""
+    lines = [f"design: {summary['runs']} runs"]
+    for a in summary["arms"]:
+        extra = f", overrides {' '.join(a['overrides'])}" if a["overrides"] else ""
+        lines.append(f"  {a['arm']} ({a['engineer']}): {a['seeds']} seeds, "
+                     f"{a['steps_per_run'] if a['steps_per_run'] is not None else 'n/a'} optimiser steps per run, "
+                     f"{a['scored_tasks'] or 'n/a'} scored tasks{extra}")
+    kind = "primary comparison" if summary["primary"] else "no primary comparison declared; every pair"
+    lines.append(f"minimal detectable effect ({kind}; {100 * summary['power']:.0f}% power, two-sided "
+                 f"alpha {summary['alpha']:g}; MDE = (z_(1-alpha/2) + z_power) * sqrt(s2_b/S + s2_w/(S*n))):")
+    for p in summary["pairs"]:
+        if "mde" in p:
+            lines.append(f"  {p['a']} - {p['b']}: MDE = {p['mde']:.4f} ({100 * p['mde']:.1f} points of the "
+                         f"score) with S = {p['seeds']} seeds x n = {p['tasks']} tasks")
+        else:
+            lines.append(f"  {p['a']} - {p['b']}: no MDE ({p['reason']})")
+    lines.append(f"variance from: {summary['variance_source']}")
+    if summary["problems"]:
+        lines.append("under-powered:")
+        lines.extend(f"  - {p}" for p in summary["problems"])
+    else:
+        lines.append("power thresholds: all met")
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------------------------
 # configs
 # --------------------------------------------------------------------------------------------
 
@@ -143,6 +532,8 @@ def split_overrides(overrides: list[str], engineers: list[str]) -> tuple[list[st
 
 def _base_data(spec: CompareSpec) -> dict[str, Any]:
     path = spec.config
+    if path is None and spec.design is not None and spec.design.config is not None:
+        path = spec.design.config
     default = DEFAULT_CONFIGS.get((spec.trainer or "", spec.testbed or "mapf_frozenlake"))
     if path is None and default is not None and default.is_file():
         path = default
@@ -167,22 +558,27 @@ def run_configs(spec: CompareSpec) -> dict[tuple[str, int], RunConfig]:
         raise ConfigError("--engineers needs at least one engineer name")
     if len(set(spec.engineers)) != len(spec.engineers):
         raise ConfigError(f"--engineers lists a name twice: {','.join(spec.engineers)}")
+    if spec.design is not None:
+        unknown = [a for a in spec.engineers if a not in spec.design.arms]
+        if unknown:
+            raise ConfigError(f"--engineers names {', '.join(unknown)}, not arms of the design "
+                              f"({', '.join(spec.design.arms)})")
     for e in spec.engineers:
-        ENGINEERS.get(e)  # UnknownName lists the registered ones
+        ENGINEERS.get(spec.engineer_of(e))  # UnknownName lists the registered ones
     common, per = split_overrides(spec.overrides, spec.engineers)
     base = _base_data(spec)
     runs_dir = (Path(spec.out) / "runs").resolve()
     out: dict[tuple[str, int], RunConfig] = {}
     for e in spec.engineers:
-        for s in spec.seed_list:
+        for s in spec.arm_seeds(e):
             data = yaml.safe_load(yaml.safe_dump(base))  # deep copy
-            _section(data, "engineer", e)
+            _section(data, "engineer", spec.engineer_of(e))
             _section(data, "testbed", spec.testbed)
             _section(data, "trainer", spec.trainer)
             sets = [f"seed={s}", f"output_dir={runs_dir}", f"run_name={e}-seed{s}"]
             if spec.rounds is not None:
                 sets.append(f"rounds={spec.rounds}")
-            data = apply_overrides(data, common + per[e] + sets)
+            data = apply_overrides(data, spec.arm_overrides(e) + common + per[e] + sets)
             out[(e, s)] = validate_config(data, source=f"config of {e}-seed{s}")
     return out
 
@@ -380,8 +776,12 @@ def _matrix(rows: list[list[float]], width: int) -> np.ndarray:
 
 
 def summarize(spec: CompareSpec, summaries: dict[tuple[str, int], RunSummary],
-              outcomes: list[RunOutcome], rounds: int) -> dict[str, Any]:
-    """The content of ``compare.json`` (plots are added by ``compare``)."""
+              outcomes: list[RunOutcome], rounds: int,
+              task_scores: dict[tuple[str, int], dict[str, float]] | None = None) -> dict[str, Any]:
+    """The content of ``compare.json`` (plots are added by ``compare``). ``task_scores``: each
+    complete run's final per-task outcomes (``final_task_scores``), kept per run and used by the
+    primary comparison's pooled analysis."""
+    task_scores = task_scores or {}
     simulated = any(s.simulated for s in summaries.values())
     sizes = sorted({k for s in summaries.values() for m in s.metrics for k in rates_by_size(m)}, key=bucket_order)
     runs = []
@@ -403,6 +803,8 @@ def summarize(spec: CompareSpec, summaries: dict[tuple[str, int], RunSummary],
                        data_ratio=[[r.get(z, 0.0) for z in sizes] for r in s.data_ratio])
             if s.complete and s.scores:
                 finals[o.engineer][o.seed] = s.scores[-1]
+                if task_scores.get((o.engineer, o.seed)):
+                    row["task_scores"] = task_scores[(o.engineer, o.seed)]
         runs.append(row)
     for e in spec.engineers:
         done = [summaries[(e, sd)] for sd in spec.seed_list if (e, sd) in summaries and summaries[(e, sd)].complete]
@@ -437,6 +839,8 @@ def summarize(spec: CompareSpec, summaries: dict[tuple[str, int], RunSummary],
         "sizes": sizes,
         "summary": per_engineer,
         "pairwise": pairwise_differences({e: v for e, v in finals.items() if v}),
+        "design": spec.design.model_dump(mode="json") if spec.design is not None else None,
+        "primary": primary_analysis(spec, {k: v for k, v in task_scores.items() if v}),
         "runs": runs,
     }
 
@@ -482,9 +886,33 @@ def results_table(data: dict[str, Any]) -> Any:
         pair.add_row(f"{p['a']} − {p['b']}", f"{p['mean_diff']:+.3f}",
                      f"[{p['ci95_low']:+.3f}, {p['ci95_high']:+.3f}]", str(p["n"]))
     parts = [main, pair]
+    if data.get("primary"):
+        parts.append(primary_table(data["primary"], data.get("design") or {}))
+    if data.get("underpowered"):
+        parts.append("Under-powered design: " + "; ".join(data["underpowered"]))
     if data["simulated"]:
         parts.append(data["notice"])
     return Group(*parts)
+
+
+def primary_table(rows: list[dict[str, Any]], design: dict[str, Any]) -> Any:
+    """The primary comparison pooled over seeds and tasks (``primary_analysis``'s rows)."""
+    from rich.table import Table
+
+    level = 100 * (1 - design.get("alpha", 0.05))
+    table = Table(title=f"Primary comparison, pooled over seeds and tasks: a − b on each task's final "
+                        f"outcome (hierarchical bootstrap {level:.0f}% CI: seeds, then tasks; "
+                        "seed-stratified sign-flip test)", title_justify="left")
+    for col in ("a − b", "seeds", "tasks", "mean diff", "CI", "p", "rose", "fell"):
+        table.add_column(col, justify="left" if col == "a − b" else "right")
+    for r in rows:
+        if "difference" not in r:
+            table.add_row(f"{r['a']} − {r['b']}", "0", "0", "—", "—", "—", "—", r.get("reason", ""))
+            continue
+        d = r["difference"]
+        table.add_row(f"{r['a']} − {r['b']}", str(r["seeds"]), str(r["tasks"]), f"{d['mean']:+.3f}",
+                      f"[{d['low']:+.3f}, {d['high']:+.3f}]", f"{r['p_value']:.3g}", str(r["rose"]), str(r["fell"]))
+    return table
 
 
 def draw_plots(data: dict[str, Any], summaries: dict[tuple[str, int], RunSummary], out: Path) -> list[Path]:
@@ -514,10 +942,16 @@ def draw_plots(data: dict[str, Any], summaries: dict[tuple[str, int], RunSummary
     ]
 
 
-def compare(spec: CompareSpec, progress: Any = None) -> CompareResult:
-    """Run (or reuse) every run of ``spec`` and write ``compare.json``, the table and the plots."""
+def compare(spec: CompareSpec, progress: Any = None, warn: Callable[[str], None] | None = None) -> CompareResult:
+    """Run (or reuse) every run of ``spec`` and write ``compare.json``, the table and the plots.
+    The design's power shortfalls (``power_problems``) go to ``warn`` before anything runs, or
+    stop the comparison when its thresholds say ``refuse``."""
     start = time.perf_counter()
     configs = run_configs(spec)
+    problems = check_power(spec, configs)
+    for problem in problems:
+        if warn is not None:
+            warn(problem)
     out = Path(spec.out)
     out.mkdir(parents=True, exist_ok=True)
     outcomes = execute(configs, jobs=spec.jobs, progress=progress,
@@ -528,7 +962,10 @@ def compare(spec: CompareSpec, progress: Any = None) -> CompareResult:
         if (path / "config.yaml").is_file():
             summaries[(o.engineer, o.seed)] = RunSummary.load(path)
     rounds = next(iter(configs.values())).rounds
-    data = summarize(spec, summaries, outcomes, rounds)
+    scores = {(o.engineer, o.seed): final_task_scores(o.path) for o in outcomes
+              if (o.engineer, o.seed) in summaries and summaries[(o.engineer, o.seed)].complete}
+    data = summarize(spec, summaries, outcomes, rounds, scores)
+    data["underpowered"] = problems
     plots = draw_plots(data, summaries, out / "plots")
     data["plots"] = [str(p) for p in plots]
     data["wall_s"] = round(time.perf_counter() - start, 2)

@@ -66,7 +66,7 @@ def plan_stems(configs: dict[tuple[str, int], RunConfig], new: set[tuple[str, in
     groups: dict[str, list[tuple[str, int]]] = {}
     order = {key: i for i, key in enumerate(configs)}
     for key in sorted(new, key=lambda k: (k[1], order[k])):
-        if configs[key].rounds > 1 and shares_round0(ENGINEERS.get(key[0]).load()):
+        if configs[key].rounds > 1 and shares_round0(ENGINEERS.get(configs[key].engineer.name).load()):
             groups.setdefault(round0_key(configs[key]), []).append(key)
     stems = {}
     for digest, members in groups.items():

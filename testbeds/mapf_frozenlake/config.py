@@ -19,6 +19,13 @@ cold start, the Optuna engineer and the prompts all read one source of truth:
 
 ``project(raw, previous)`` forces *any* JSON value into this space and records every edit as a
 ``testbeds.base.Change``; it never raises.
+
+A run may narrow the space (``ProposalLimits``, the testbed config's ``proposal_limits``): the
+sizes that may receive data and tighter hole/wait ranges, so that on a small completion budget
+every config an engineer can propose yields instances whose plans fit it. ``ProposalLimits.apply``
+moves any share off an excluded size (renormalising the rest; all of it excluded → equal shares
+over the allowed sizes) and clips hole/wait ratios into the narrowed ranges, recording each edit;
+``ProposalLimits.random`` is the cold start drawn inside the narrowed space.
 """
 
 from __future__ import annotations
@@ -26,10 +33,11 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from curriculum.core.spaces import BucketSpace, Knob
 from curriculum.core.types import Change
@@ -120,22 +128,121 @@ def uniform_config(hole_ratio: float = 0.2, wait_ratio: float = 0.0) -> Generato
     })
 
 
-def random_config(rng: np.random.Generator) -> GeneratorConfig:
+def random_config(rng: np.random.Generator, limits: ProposalLimits | None = None) -> GeneratorConfig:
     """The paper's cold start: hole and wait ratios uniform over their bounds, data ratios from a
-    flat Dirichlet (uniform over the simplex)."""
-    shares = rng.dirichlet(np.ones(len(SIZES)))
-    shares = shares / shares.sum()
+    flat Dirichlet (uniform over the simplex). With ``limits``: the Dirichlet over the allowed
+    sizes only (the rest get 0) and the ratios uniform over the narrowed ranges; without, the
+    draws are the paper's (the same random stream as before limits existed)."""
+    allowed = list(SIZES) if limits is None else limits.sizes
+    lo_h, hi_h = BOUNDS["hole_ratio"] if limits is None else limits.hole_ratio
+    lo_w, hi_w = BOUNDS["wait_ratio"] if limits is None else limits.wait_ratio
+    drawn = rng.dirichlet(np.ones(len(allowed)))
+    drawn = drawn / drawn.sum()
+    shares = dict(zip(allowed, drawn))
     sizes = {}
-    for i, s in enumerate(SIZES):
-        lo_h, hi_h = BOUNDS["hole_ratio"]
-        lo_w, hi_w = BOUNDS["wait_ratio"]
+    for s in SIZES:
         sizes[s] = SizeParams(
-            data_ratio=float(shares[i]),
+            data_ratio=float(shares.get(s, 0.0)),
             hole_ratio=float(rng.uniform(lo_h, hi_h)),
             wait_ratio=float(rng.uniform(lo_w, hi_w)),
         )
     _fix_sum([sizes[s] for s in SIZES])
     return GeneratorConfig(sizes=sizes)
+
+
+def _range(name: str, value: tuple[float, float]) -> tuple[float, float]:
+    lo, hi = value
+    blo, bhi = BOUNDS[name]
+    if not blo <= lo <= hi <= bhi:
+        raise ValueError(f"{name} range must satisfy {blo} <= low <= high <= {bhi}; got [{lo}, {hi}]")
+    return float(lo), float(hi)
+
+
+class ProposalLimits(BaseModel):
+    """A narrowed proposal space (module docstring): what a run's engineers may give data to."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    sizes: list[str] = Field(default_factory=lambda: list(SIZES))
+    """Map sizes that may receive training data (a non-empty subset of the 8; the others keep a
+    share of 0)."""
+    hole_ratio: tuple[float, float] = BOUNDS["hole_ratio"]
+    """[low, high] of every size's hole ratio, inside ``BOUNDS["hole_ratio"]``."""
+    wait_ratio: tuple[float, float] = BOUNDS["wait_ratio"]
+    """[low, high] of every size's wait ratio, inside ``BOUNDS["wait_ratio"]``."""
+
+    @field_validator("sizes")
+    @classmethod
+    def _known(cls, value: list[str]) -> list[str]:
+        unknown = [s for s in value if s not in SIZES]
+        if unknown or not value:
+            raise ValueError(f"sizes must be a non-empty subset of {list(SIZES)}; unknown: {unknown}")
+        return [s for s in SIZES if s in value]
+
+    @field_validator("hole_ratio")
+    @classmethod
+    def _holes(cls, value: tuple[float, float]) -> tuple[float, float]:
+        return _range("hole_ratio", value)
+
+    @field_validator("wait_ratio")
+    @classmethod
+    def _waits(cls, value: tuple[float, float]) -> tuple[float, float]:
+        return _range("wait_ratio", value)
+
+    @property
+    def unrestricted(self) -> bool:
+        return (self.sizes == list(SIZES) and self.hole_ratio == BOUNDS["hole_ratio"]
+                and self.wait_ratio == BOUNDS["wait_ratio"])
+
+    def random(self, rng: np.random.Generator) -> GeneratorConfig:
+        """``random_config`` inside these limits (the paper's draws when unrestricted)."""
+        return random_config(rng, None if self.unrestricted else self)
+
+    def violations(self, config: GeneratorConfig) -> list[str]:
+        """Where ``config`` leaves these limits (empty: inside)."""
+        out = []
+        for s, p in config.sizes.items():
+            if s not in self.sizes and p.data_ratio > 0:
+                out.append(f"{s} has data_ratio {p.data_ratio:g} but is not among the allowed sizes {self.sizes}")
+            for f in ("hole_ratio", "wait_ratio"):
+                lo, hi = getattr(self, f)
+                if s in self.sizes and not lo <= getattr(p, f) <= hi:
+                    out.append(f"{s} {f} {getattr(p, f):g} is outside [{lo:g}, {hi:g}]")
+        return out
+
+    def apply(self, config: GeneratorConfig) -> tuple[GeneratorConfig, list[Change]]:
+        """``config`` moved inside these limits, with one ``Change`` per edited field."""
+        if self.unrestricted:
+            return config, []
+        values = {s: config.sizes[s].model_dump() for s in SIZES}
+        changes: list[Change] = []
+        kept = sum(values[s]["data_ratio"] for s in self.sizes)
+        for s in SIZES:
+            old = values[s]["data_ratio"]
+            if s not in self.sizes:
+                new = 0.0
+                why = f"size outside the allowed sizes {self.sizes}"
+            elif kept <= 0.0:
+                new = 1.0 / len(self.sizes)
+                why = "every share was on excluded sizes; equal shares over the allowed sizes"
+            else:
+                new = old / kept
+                why = "renormalised after moving shares off excluded sizes"
+            if abs(new - old) > 1e-12:
+                values[s]["data_ratio"] = new
+                changes.append(Change(path=f"sizes.{s}.data_ratio", proposed=old, applied=new, reason=why))
+            for f in ("hole_ratio", "wait_ratio"):
+                lo, hi = getattr(self, f)
+                x = values[s][f]
+                if s in self.sizes and not lo <= x <= hi:
+                    values[s][f] = min(hi, max(lo, x))
+                    changes.append(Change(path=f"sizes.{s}.{f}", proposed=x, applied=values[s][f],
+                                          reason=f"clipped into the run's limits [{lo:g}, {hi:g}]"))
+        if not changes:
+            return config, []
+        params = [SizeParams(**values[s]) for s in SIZES]
+        _fix_sum(params)
+        return GeneratorConfig(sizes=dict(zip(SIZES, params))), changes
 
 
 def _fix_sum(params: list[SizeParams]) -> None:

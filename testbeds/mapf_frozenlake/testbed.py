@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from curriculum.core.spaces import BucketSpace
 from curriculum.core.types import Change, Completion, EvalReport, Policy, Task
 from testbeds.base import Testbed
-from testbeds.mapf_frozenlake.config import SIZES, SPACE, GeneratorConfig, SizeParams, random_config
+from testbeds.mapf_frozenlake.config import SIZES, SPACE, GeneratorConfig, ProposalLimits, SizeParams
 from testbeds.mapf_frozenlake.config import project as project_config
 from testbeds.mapf_frozenlake.generator import GenerationResult, generate, largest_remainder, merge_reports
 from testbeds.mapf_frozenlake.instance import Instance
@@ -88,6 +88,11 @@ class MAPFTestbedConfig(BaseModel):
     """Examples kept in ``EvalReport.samples`` (half valid, half failing when possible)."""
     initial_proposal: Literal["random"] | GeneratorConfig = "random"
     """Round-0 config: ``"random"`` (the paper's cold start) or an explicit ``GeneratorConfig``."""
+    proposal_limits: ProposalLimits = Field(default_factory=ProposalLimits)
+    """The part of the proposal space this run may use (``config.ProposalLimits``): allowed
+    sizes and hole/wait ranges. The random cold start draws inside it and ``project`` moves every
+    proposal into it. Default: the whole space (the paper's). CPU configs narrow it so that every
+    proposable instance's plan fits the completion budget (tests/compare/test_mapf_cpu_space.py)."""
     solver_time_budget_s: float = Field(30.0, gt=0)
     """Per-draw solver wall-clock safety net when generating training data. Keep it generous:
     draws cut by the clock depend on machine load, which would make ``sample`` irreproducible."""
@@ -118,6 +123,14 @@ class MAPFTestbedConfig(BaseModel):
             raise ValueError(f"sizes must be a non-empty subset of {list(SIZES)}; unknown: {unknown}")
         return [s for s in SIZES if s in value]  # canonical order, no duplicates
 
+    @model_validator(mode="after")
+    def _initial_inside_limits(self) -> MAPFTestbedConfig:
+        if isinstance(self.initial_proposal, GeneratorConfig):
+            outside = self.proposal_limits.violations(self.initial_proposal)
+            if outside:
+                raise ValueError("initial_proposal lies outside proposal_limits: " + "; ".join(outside))
+        return self
+
 
 class MAPFTestbed(Testbed):
     """Multi-agent path finding on FrozenLake grids."""
@@ -140,16 +153,26 @@ class MAPFTestbed(Testbed):
     def initial_proposal(self, rng: np.random.Generator) -> GeneratorConfig:
         if isinstance(self.config.initial_proposal, GeneratorConfig):
             return self.config.initial_proposal.model_copy(deep=True)
-        return random_config(rng)
+        return self.config.proposal_limits.random(rng)
 
     def random_proposal(self, rng: np.random.Generator) -> GeneratorConfig:
-        return random_config(rng)
+        return self.config.proposal_limits.random(rng)
 
     def project(self, raw: Any, previous: BaseModel) -> tuple[GeneratorConfig, list[Change]]:
         if not isinstance(previous, GeneratorConfig):
             previous = GeneratorConfig.model_validate(
                 previous.model_dump() if isinstance(previous, BaseModel) else previous)
-        return project_config(raw, previous)
+        config, changes = project_config(raw, previous)
+        config, limited = self.config.proposal_limits.apply(config)
+        if not limited:
+            return config, changes
+        # One change per field: the engineer's proposed value, the finally applied one.
+        merged = {c.path: c for c in changes}
+        for c in limited:
+            first = merged.get(c.path)
+            merged[c.path] = c if first is None else first.model_copy(
+                update={"applied": c.applied, "reason": f"{first.reason}; {c.reason}"})
+        return config, list(merged.values())
 
     # -- data and scoring ---------------------------------------------------------------------
     def generate(self, proposal: GeneratorConfig, n: int, seed: int):
