@@ -140,8 +140,12 @@ class RunConfig(StrictModel):
     @field_validator("run_name")
     @classmethod
     def _run_name(cls, value: str | None) -> str | None:
-        if value is not None and (not value or "/" in value or value.startswith(".")):
+        if value is not None and (not value or "/" in value or value.startswith(".")
+                                  or "\0" in value):
             raise ValueError("must be a plain directory name (no '/', not starting with '.')")
+        if value is not None and len(value.encode("utf-8", "surrogateescape")) > 200:
+            raise ValueError(f"is {len(value.encode('utf-8', 'surrogateescape'))} bytes; a run "
+                             "directory name may have at most 200 (file systems allow 255)")
         return value
 
     def fingerprint(self) -> str:
@@ -189,11 +193,25 @@ def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any
     return data
 
 
+MAX_CONFIG_BYTES = 64 * 1024
+"""Largest config file read (the shipped ones are under 5 KB). A bigger file is refused before
+it is parsed: pure-Python YAML takes seconds per 100 KB of a long list."""
+
+
 def read_config_file(path: str | Path) -> dict[str, Any]:
     """The mapping in a YAML config file; ConfigError for an unreadable file (missing, a
-    directory, no permission, not UTF-8), bad YAML or a non-mapping."""
+    directory, no permission, not UTF-8), one over ``MAX_CONFIG_BYTES`` (checked before parsing),
+    bad YAML, an empty file (nothing but blanks or comments: write ``{}`` to mean the library
+    defaults) or a non-mapping."""
     from curriculum.userfiles import read_user_text
 
+    try:
+        size = Path(path).stat().st_size
+    except OSError:
+        size = 0  # read_user_text names the problem
+    if size > MAX_CONFIG_BYTES:
+        raise ConfigError(f"config file {path} is {size:,} bytes, over the {MAX_CONFIG_BYTES:,}-byte "
+                          "limit for a config; it is not read (is it the right file?)")
     text = read_user_text(path, "config file")
     try:
         loaded = yaml.safe_load(text)
@@ -202,7 +220,9 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
     except RecursionError:
         raise ConfigError(f"{path} is not valid YAML: nested too deeply") from None
     if loaded is None:
-        return {}
+        raise ConfigError(f"config file {path} is empty (no settings); write `{{}}` in it to run "
+                          "the library defaults on purpose, or leave out --config to use this "
+                          "machine's preset")
     if not isinstance(loaded, dict):
         raise ConfigError(f"{path} must contain a mapping at the top level")
     return loaded

@@ -154,12 +154,15 @@ class RunDir:
             datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S"),
         )
         path = Path(config.output_dir) / name
-        if (path / "config.yaml").exists():
-            raise ConfigError(f"run directory {path} already exists; resume it with "
-                              f"`curriculum run --resume {path}` or choose another run_name")
-        (path / "rounds").mkdir(parents=True, exist_ok=True)
-        run = cls(path)
-        atomic_write(path / "config.yaml", dump_config(config))
+        try:
+            if (path / "config.yaml").exists():
+                raise ConfigError(f"run directory {path} already exists; resume it with "
+                                  f"`curriculum run --resume {path}` or choose another run_name")
+            (path / "rounds").mkdir(parents=True, exist_ok=True)
+            run = cls(path)
+            atomic_write(path / "config.yaml", dump_config(config))
+        except OSError as exc:
+            raise RunDirError(creation_problem(path, Path(config.output_dir), exc)) from None
         return run
 
     @classmethod
@@ -569,6 +572,24 @@ class RunDir:
         if not self.metrics_path.is_file():
             return []
         return list(jsonl_records(self.metrics_path))
+
+
+def creation_problem(path: Path, output_dir: Path, exc: OSError) -> str:
+    """One line naming why the run directory ``path`` could not be made, and the fix."""
+    import errno
+
+    if exc.errno == errno.ENAMETOOLONG:
+        return (f"cannot create the run directory {str(path)[:80]}…: a name in that path is too "
+                "long for the file system (at most 255 bytes each); choose a shorter --run-name "
+                "or --output-dir")
+    if exc.errno in (errno.ENOTDIR, errno.EEXIST) or (output_dir.exists() and not output_dir.is_dir()):
+        return (f"--output-dir {output_dir}: {exc.filename or output_dir} is not a directory; "
+                "pass a directory (it is created when missing)")
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return (f"no space left for the run directory {path} ({exc.strerror}): free space on that "
+                "device or pass another --output-dir")
+    return (f"cannot create the run directory {path} ({exc.strerror or exc}): pass an "
+            "--output-dir you can write to")
 
 
 def _round_of(record: dict[str, Any]) -> float:
