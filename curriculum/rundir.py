@@ -346,6 +346,13 @@ class RunDir:
         return sorted(int(p.name.split("_")[1]) for p in self.rounds_dir.glob("round_[0-9][0-9][0-9]")
                       if p.is_dir())
 
+    def stray_round_entries(self) -> list[Path]:
+        """``rounds/round_NNN`` entries that are not directories (a file or a dangling link in a
+        round's place): no round, and in the way of the round that will be committed there."""
+        if not self.rounds_dir.is_dir():
+            return []
+        return sorted(p for p in self.rounds_dir.glob("round_[0-9][0-9][0-9]") if not p.is_dir())
+
     def discard_partial(self) -> None:
         """Remove rounds that were being written when a run died, and finish or undo an
         ``amend_round`` that a crash interrupted between its two renames."""
@@ -437,7 +444,16 @@ class RunDir:
         ``RunDirError`` with the reasons when nothing intact remains."""
         if plan.refused:
             raise RunDirError(plan.explain(self.path))
-        notes = [f"round {i}: {h.describe()} (needed only to resume from that round; kept as is)"
+        strays = []
+        for stray in self.stray_round_entries():
+            target = self.rounds_dir / f".{stray.name}.damaged"
+            n = 1
+            while target.exists() or target.is_symlink():
+                n += 1
+                target = self.rounds_dir / f".{stray.name}.damaged-{n}"
+            os.rename(stray, target)
+            strays.append(f"rounds/{stray.name} is not a round directory: moved aside to {target.name}")
+        notes = strays + [f"round {i}: {h.describe()} (needed only to resume from that round; kept as is)"
                  for i, h in sorted(plan.health.items())
                  if plan.last is not None and i < plan.last and h.damaged]
         if not plan.dropped:

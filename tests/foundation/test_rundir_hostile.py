@@ -234,3 +234,15 @@ def test_a_config_over_the_size_cap_is_refused_before_parsing(tmp_path):
     res, out = _invoke("run", "--config", str(path), "--dry-run")
     assert res.exit_code == 2 and "over the 65,536-byte limit" in out, out
     assert time.monotonic() - started < 5
+
+
+def test_a_file_in_a_rounds_place_is_named_and_moved_aside(finished):
+    before = _history(finished)
+    shutil.rmtree(finished.round_dir(1))
+    finished.round_dir(1).write_text("not a round")
+    res, text = _invoke("doctor", str(finished.path))
+    assert res.exit_code == 1 and "rounds/round_001 not a round directory" in text, text
+    res, text = _invoke("run", "--resume", str(finished.path))
+    assert res.exit_code == 0, text
+    assert (finished.rounds_dir / ".round_001.damaged").read_text() == "not a round"
+    assert _history(finished) == before
