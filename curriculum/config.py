@@ -164,10 +164,14 @@ def parse_override(item: str) -> tuple[list[str], Any]:
     key, sep, raw = item.partition("=")
     if not sep or not key.strip():
         raise ConfigError(f"override {item!r} must look like KEY=VALUE, e.g. trainer.learning_rate=1e-6")
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"override {key.strip()!r}: a value of {len(raw):,} characters, over the "
+                          f"{MAX_CONFIG_BYTES:,} a config may hold")
     try:
         value = yaml.safe_load(raw) if raw.strip() else ""
-    except yaml.YAMLError:
+    except (yaml.YAMLError, RecursionError):
         value = raw
+    check_expanded_size(value, f"override {key.strip()!r}")
     if isinstance(value, str):  # YAML 1.1 reads "1e-6" as a string; users mean a number
         try:
             value = float(value) if any(c in value.lower() for c in ".e") else int(value)
@@ -192,6 +196,10 @@ def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any
         node[path[-1]] = value
     return data
 
+
+MAX_CONFIG_VALUES = 100_000
+"""Most values (mappings, lists and scalars, counted each time an alias repeats them) a config
+may expand to: a few hundred bytes of nested YAML aliases can stand for billions."""
 
 MAX_CONFIG_BYTES = 64 * 1024
 """Largest config file read (the shipped ones are under 5 KB). A bigger file is refused before
@@ -219,6 +227,7 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"{path} is not valid YAML: {err}") from None
     except RecursionError:
         raise ConfigError(f"{path} is not valid YAML: nested too deeply") from None
+    check_expanded_size(loaded, f"config file {path}")
     if loaded is None:
         raise ConfigError(f"config file {path} is empty (no settings); write `{{}}` in it to run "
                           "the library defaults on purpose, or leave out --config to use this "
@@ -226,6 +235,28 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
     if not isinstance(loaded, dict):
         raise ConfigError(f"{path} must contain a mapping at the top level")
     return loaded
+
+
+def check_expanded_size(value: Any, source: str) -> None:
+    """``ConfigError`` when ``value`` (parsed YAML) expands to more than ``MAX_CONFIG_VALUES``."""
+    if _expanded_size(value, MAX_CONFIG_VALUES) > MAX_CONFIG_VALUES:
+        raise ConfigError(f"{source} expands to more than {MAX_CONFIG_VALUES:,} values (YAML "
+                          "aliases that repeat each other?); it is not used")
+
+
+def _expanded_size(value: Any, cap: int) -> int:
+    """How many values ``value`` holds when every alias is expanded, counting no further than
+    just past ``cap`` (an iterative walk: its cost is bounded by ``cap``)."""
+    stack, count = [value], 0
+    while stack and count <= cap:
+        item = stack.pop()
+        count += 1
+        if isinstance(item, dict):
+            stack.extend(item.values())
+            count += len(item)
+        elif isinstance(item, list):
+            stack.extend(item)
+    return count
 
 
 def load_config(path: str | Path | None = None, overrides: list[str] | None = None,

@@ -58,7 +58,8 @@ from typing import Any
 import numpy as np
 import yaml
 
-from curriculum.config import ConfigError, RunConfig, config_diff, dump_config, validate_config
+from curriculum.config import (MAX_CONFIG_BYTES, ConfigError, RunConfig, check_expanded_size,
+                               config_diff, dump_config, validate_config)
 from curriculum.manifest import RoundHealth, check_round_dir, read_manifest, write_manifest
 from curriculum.core.records import RoundReport
 from curriculum.userfiles import Record, jsonl_records
@@ -217,6 +218,13 @@ class RunDir:
     def _saved_config_data(self) -> dict[str, Any]:
         path = self.path / "config.yaml"
         try:
+            size = path.stat().st_size
+        except OSError:
+            size = 0
+        if size > 4 * MAX_CONFIG_BYTES:  # what a run saves is a config under the cap plus defaults
+            raise RunDirError(f"{path} is {size:,} bytes, far more than a saved config (damaged or "
+                              "replaced); it is not read")
+        try:
             data = yaml.safe_load(path.read_bytes())
         except OSError as exc:
             raise RunDirError(f"{path} cannot be read ({exc.strerror or exc})") from None
@@ -225,6 +233,10 @@ class RunDir:
                               "the run's config cannot be recovered from it") from None
         if not isinstance(data, dict):
             raise RunDirError(f"{path} is damaged (not a mapping)")
+        try:
+            check_expanded_size(data, str(path))
+        except ConfigError as err:
+            raise RunDirError(f"{err} (damaged or edited)") from None
         return data
 
     def config_fingerprint(self) -> str:

@@ -246,3 +246,28 @@ def test_a_file_in_a_rounds_place_is_named_and_moved_aside(finished):
     assert res.exit_code == 0, text
     assert (finished.rounds_dir / ".round_001.damaged").read_text() == "not a round"
     assert _history(finished) == before
+
+
+BOMB = "\n".join(["x0: &a0 [1, 1, 1, 1, 1, 1, 1, 1, 1]"]
+                 + [f"x{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 9)])
+
+
+def test_yaml_alias_bombs_are_refused_quickly(tmp_path, finished):
+    import time
+
+    path = tmp_path / "bomb.yaml"
+    path.write_text(BOMB + "\ntestbed:\n  name: mapf_frozenlake\n  eval_agents: *a8\n")  # 9**9 values
+    started = time.monotonic()
+    res, text = _invoke("run", "--config", str(path), "--dry-run")
+    assert res.exit_code == 2 and "expands to more than 100,000 values" in text, text
+    res, text = _invoke("run", "--dry-run", "--set",
+                        "testbed.eval_agents=[&a [1,1,1,1,1,1,1,1,1], &b [*a,*a,*a,*a,*a,*a,*a,*a,*a], "
+                        "&c [*b,*b,*b,*b,*b,*b,*b,*b,*b], &d [*c,*c,*c,*c,*c,*c,*c,*c,*c], "
+                        "&e [*d,*d,*d,*d,*d,*d,*d,*d,*d], &f [*e,*e,*e,*e,*e,*e,*e,*e,*e], "
+                        "[*f,*f,*f,*f,*f,*f,*f,*f,*f]]")
+    assert res.exit_code == 2 and "expands to more than 100,000 values" in text, text
+    config = finished.path / "config.yaml"  # a saved config edited into a bomb
+    config.write_text(BOMB + "\n" + config.read_text())
+    res, text = _invoke("doctor", str(finished.path))
+    assert res.exit_code == 1 and "expands to more than" in text, text
+    assert time.monotonic() - started < 30
