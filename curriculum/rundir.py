@@ -31,6 +31,11 @@ round is damaged it says which file and why, moves that round aside to
 that is intact — including its checkpoint, so when retention has pruned older rounds' weights
 it says that it cannot fall back further and refuses. Damaged records of an earlier round
 (which every engineer reads through the history) make the resume fall back to before them.
+Rounds must be contiguous from 0: after a gap (a missing ``round_NNN``, or a file in its place)
+every later round is dropped the same way (moved aside, run again), since each round continues
+from the one before it. A resume decides all this before it writes anything: the config of an
+extension is saved only once the plan allows the resume, and ``truncate_metrics`` then makes each
+committed round's ``round_committed`` record agree with the round's files.
 ``curriculum doctor RUN`` prints the same verdict without changing anything.
 
 Extending a finished run (``--resume RUN --rounds N`` with a larger N) asks the engineer for the
