@@ -86,6 +86,13 @@ def run(
         result = run_loop(cfg, resume=resume, reporter=RichReporter(console))
     except ConfigError as err:
         _fail(str(err))
+    except OSError as err:  # a full disk, a read-only mount: committed rounds are intact
+        import errno
+
+        if err.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM):
+            raise
+        _fail(f"{err.filename or 'the run directory'}: {err.strerror}. Every committed round is "
+              "intact: free space (or fix the permissions), then `curriculum run --resume RUN`")
     console.print(f"[bold green]done[/]: {len(result.history)} round(s) in {result.run_dir}")
 
 

@@ -43,10 +43,19 @@ def _each_record(file: Path, handle: Callable[..., dict[str, Any]], *, solve: bo
                     out = error_result(f"{type(exc).__name__}: {str(exc)[:200]}", line=record.line,
                                        solve=solve)
             failed = failed or "error" in out
-            typer.echo(json.dumps(out))
+            typer.echo(_strict_json(out))
     except ConfigError as err:
         fail(str(err), EXIT_COMMAND_FAILED)
     raise typer.Exit(EXIT_SOME_FAILED if failed else 0)
+
+
+def _strict_json(out: dict[str, Any]) -> str:
+    """One output line as strict JSON: a NaN or infinity echoed from the input (an ``id``)
+    is written as the string "NaN" / "Infinity", never as a bare token JSON does not allow."""
+    try:
+        return json.dumps(out, allow_nan=False)
+    except ValueError:
+        return json.dumps(json.loads(json.dumps(out), parse_constant=str), allow_nan=False)
 
 
 @app.command("solve")

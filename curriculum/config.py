@@ -144,8 +144,12 @@ class RunConfig(StrictModel):
     @field_validator("run_name")
     @classmethod
     def _run_name(cls, value: str | None) -> str | None:
-        if value is not None and (not value or "/" in value or value.startswith(".")):
+        if value is not None and (not value or "/" in value or value.startswith(".")
+                                  or "\0" in value):
             raise ValueError("must be a plain directory name (no '/', not starting with '.')")
+        if value is not None and len(value.encode("utf-8", "surrogateescape")) > 200:
+            raise ValueError(f"is {len(value.encode('utf-8', 'surrogateescape'))} bytes; a run "
+                             "directory name may have at most 200 (file systems allow 255)")
         return value
 
     def fingerprint(self) -> str:
@@ -164,10 +168,14 @@ def parse_override(item: str) -> tuple[list[str], Any]:
     key, sep, raw = item.partition("=")
     if not sep or not key.strip():
         raise ConfigError(f"override {item!r} must look like KEY=VALUE, e.g. trainer.learning_rate=1e-6")
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"override {key.strip()!r}: a value of {len(raw):,} characters, over the "
+                          f"{MAX_CONFIG_BYTES:,} a config may hold")
     try:
         value = yaml.safe_load(raw) if raw.strip() else ""
-    except yaml.YAMLError:
+    except (yaml.YAMLError, RecursionError):
         value = raw
+    check_expanded_size(value, f"override {key.strip()!r}")
     if isinstance(value, str):  # YAML 1.1 reads "1e-6" as a string; users mean a number
         try:
             value = float(value) if any(c in value.lower() for c in ".e") else int(value)
@@ -193,11 +201,29 @@ def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any
     return data
 
 
+MAX_CONFIG_VALUES = 100_000
+"""Most values (mappings, lists and scalars, counted each time an alias repeats them) a config
+may expand to: a few hundred bytes of nested YAML aliases can stand for billions."""
+
+MAX_CONFIG_BYTES = 64 * 1024
+"""Largest config file read (the shipped ones are under 5 KB). A bigger file is refused before
+it is parsed: pure-Python YAML takes seconds per 100 KB of a long list."""
+
+
 def read_config_file(path: str | Path) -> dict[str, Any]:
     """The mapping in a YAML config file; ConfigError for an unreadable file (missing, a
-    directory, no permission, not UTF-8), bad YAML or a non-mapping."""
+    directory, no permission, not UTF-8), one over ``MAX_CONFIG_BYTES`` (checked before parsing),
+    bad YAML, an empty file (nothing but blanks or comments: write ``{}`` to mean the library
+    defaults) or a non-mapping."""
     from curriculum.userfiles import read_user_text
 
+    try:
+        size = Path(path).stat().st_size
+    except OSError:
+        size = 0  # read_user_text names the problem
+    if size > MAX_CONFIG_BYTES:
+        raise ConfigError(f"config file {path} is {size:,} bytes, over the {MAX_CONFIG_BYTES:,}-byte "
+                          "limit for a config; it is not read (is it the right file?)")
     text = read_user_text(path, "config file")
     try:
         loaded = yaml.safe_load(text)
@@ -205,11 +231,36 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"{path} is not valid YAML: {err}") from None
     except RecursionError:
         raise ConfigError(f"{path} is not valid YAML: nested too deeply") from None
+    check_expanded_size(loaded, f"config file {path}")
     if loaded is None:
-        return {}
+        raise ConfigError(f"config file {path} is empty (no settings); write `{{}}` in it to run "
+                          "the library defaults on purpose, or leave out --config to use this "
+                          "machine's preset")
     if not isinstance(loaded, dict):
         raise ConfigError(f"{path} must contain a mapping at the top level")
     return loaded
+
+
+def check_expanded_size(value: Any, source: str) -> None:
+    """``ConfigError`` when ``value`` (parsed YAML) expands to more than ``MAX_CONFIG_VALUES``."""
+    if _expanded_size(value, MAX_CONFIG_VALUES) > MAX_CONFIG_VALUES:
+        raise ConfigError(f"{source} expands to more than {MAX_CONFIG_VALUES:,} values (YAML "
+                          "aliases that repeat each other?); it is not used")
+
+
+def _expanded_size(value: Any, cap: int) -> int:
+    """How many values ``value`` holds when every alias is expanded, counting no further than
+    just past ``cap`` (an iterative walk: its cost is bounded by ``cap``)."""
+    stack, count = [value], 0
+    while stack and count <= cap:
+        item = stack.pop()
+        count += 1
+        if isinstance(item, dict):
+            stack.extend(item.values())
+            count += len(item)
+        elif isinstance(item, list):
+            stack.extend(item)
+    return count
 
 
 def load_config(path: str | Path | None = None, overrides: list[str] | None = None,

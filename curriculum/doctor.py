@@ -72,6 +72,8 @@ def _leftovers(run: RunDir, report: DoctorReport) -> None:
 
 
 def _contiguous(run: RunDir, rounds: list[int], report: DoctorReport) -> None:
+    for stray in run.stray_round_entries():
+        report.add(f"rounds/{stray.name}", False, "not a round directory (a resume moves it aside)")
     gap = next((position for position, index in enumerate(rounds) if index != position), None)
     if gap is not None:
         later = ", ".join(str(i) for i in rounds if i > gap)

@@ -33,6 +33,11 @@ round is damaged it says which file and why, moves that round aside to
 that is intact — including its checkpoint, so when retention has pruned older rounds' weights
 it says that it cannot fall back further and refuses. Damaged records of an earlier round
 (which every engineer reads through the history) make the resume fall back to before them.
+Rounds must be contiguous from 0: after a gap (a missing ``round_NNN``, or a file in its place)
+every later round is dropped the same way (moved aside, run again), since each round continues
+from the one before it. A resume decides all this before it writes anything: the config of an
+extension is saved only once the plan allows the resume, and ``truncate_metrics`` then makes each
+committed round's ``round_committed`` record agree with the round's files.
 ``curriculum doctor RUN`` prints the same verdict without changing anything.
 
 Extending a finished run (``--resume RUN --rounds N`` with a larger N) asks the engineer for the
@@ -60,7 +65,8 @@ from typing import Any
 import numpy as np
 import yaml
 
-from curriculum.config import ConfigError, RunConfig, config_diff, dump_config, validate_config
+from curriculum.config import (MAX_CONFIG_BYTES, ConfigError, RunConfig, check_expanded_size,
+                               config_diff, dump_config, validate_config)
 from curriculum.manifest import RoundHealth, check_round_dir, read_manifest, write_manifest
 from curriculum.core.records import RoundReport
 from curriculum.userfiles import Record, jsonl_records
@@ -156,12 +162,15 @@ class RunDir:
             datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S"),
         )
         path = Path(config.output_dir) / name
-        if (path / "config.yaml").exists():
-            raise ConfigError(f"run directory {path} already exists; resume it with "
-                              f"`curriculum run --resume {path}` or choose another run_name")
-        (path / "rounds").mkdir(parents=True, exist_ok=True)
-        run = cls(path)
-        atomic_write(path / "config.yaml", dump_config(config))
+        try:
+            if (path / "config.yaml").exists():
+                raise ConfigError(f"run directory {path} already exists; resume it with "
+                                  f"`curriculum run --resume {path}` or choose another run_name")
+            (path / "rounds").mkdir(parents=True, exist_ok=True)
+            run = cls(path)
+            atomic_write(path / "config.yaml", dump_config(config))
+        except OSError as exc:
+            raise RunDirError(creation_problem(path, Path(config.output_dir), exc)) from None
         return run
 
     @classmethod
@@ -217,6 +226,13 @@ class RunDir:
     def _saved_config_data(self) -> dict[str, Any]:
         path = self.path / "config.yaml"
         try:
+            size = path.stat().st_size
+        except OSError:
+            size = 0
+        if size > 4 * MAX_CONFIG_BYTES:  # what a run saves is a config under the cap plus defaults
+            raise RunDirError(f"{path} is {size:,} bytes, far more than a saved config (damaged or "
+                              "replaced); it is not read")
+        try:
             data = yaml.safe_load(path.read_bytes())
         except OSError as exc:
             raise RunDirError(f"{path} cannot be read ({exc.strerror or exc})") from None
@@ -225,6 +241,10 @@ class RunDir:
                               "the run's config cannot be recovered from it") from None
         if not isinstance(data, dict):
             raise RunDirError(f"{path} is damaged (not a mapping)")
+        try:
+            check_expanded_size(data, str(path))
+        except ConfigError as err:
+            raise RunDirError(f"{err} (damaged or edited)") from None
         return data
 
     def config_fingerprint(self) -> str:
@@ -346,6 +366,13 @@ class RunDir:
         return sorted(int(p.name.split("_")[1]) for p in self.rounds_dir.glob("round_[0-9][0-9][0-9]")
                       if p.is_dir())
 
+    def stray_round_entries(self) -> list[Path]:
+        """``rounds/round_NNN`` entries that are not directories (a file or a dangling link in a
+        round's place): no round, and in the way of the round that will be committed there."""
+        if not self.rounds_dir.is_dir():
+            return []
+        return sorted(p for p in self.rounds_dir.glob("round_[0-9][0-9][0-9]") if not p.is_dir())
+
     def discard_partial(self) -> None:
         """Remove rounds that were being written when a run died, and finish or undo an
         ``amend_round`` that a crash interrupted between its two renames."""
@@ -439,7 +466,16 @@ class RunDir:
         ``RunDirError`` with the reasons when nothing intact remains."""
         if plan.refused:
             raise RunDirError(plan.explain(self.path))
-        notes = [f"round {i}: {h.describe()} (needed only to resume from that round; kept as is)"
+        strays = []
+        for stray in self.stray_round_entries():
+            target = self.rounds_dir / f".{stray.name}.damaged"
+            n = 1
+            while target.exists() or target.is_symlink():
+                n += 1
+                target = self.rounds_dir / f".{stray.name}.damaged-{n}"
+            os.rename(stray, target)
+            strays.append(f"rounds/{stray.name} is not a round directory: moved aside to {target.name}")
+        notes = strays + [f"round {i}: {h.describe()} (needed only to resume from that round; kept as is)"
                  for i, h in sorted(plan.health.items())
                  if plan.last is not None and i < plan.last and h.damaged]
         if not plan.dropped:
@@ -576,6 +612,24 @@ class RunDir:
         if not self.metrics_path.is_file():
             return []
         return list(jsonl_records(self.metrics_path))
+
+
+def creation_problem(path: Path, output_dir: Path, exc: OSError) -> str:
+    """One line naming why the run directory ``path`` could not be made, and the fix."""
+    import errno
+
+    if exc.errno == errno.ENAMETOOLONG:
+        return (f"cannot create the run directory {str(path)[:80]}…: a name in that path is too "
+                "long for the file system (at most 255 bytes each); choose a shorter --run-name "
+                "or --output-dir")
+    if exc.errno in (errno.ENOTDIR, errno.EEXIST) or (output_dir.exists() and not output_dir.is_dir()):
+        return (f"--output-dir {output_dir}: {exc.filename or output_dir} is not a directory; "
+                "pass a directory (it is created when missing)")
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return (f"no space left for the run directory {path} ({exc.strerror}): free space on that "
+                "device or pass another --output-dir")
+    return (f"cannot create the run directory {path} ({exc.strerror or exc}): pass an "
+            "--output-dir you can write to")
 
 
 def _round_of(record: dict[str, Any]) -> float:

@@ -433,8 +433,11 @@ class Zygote:
         outcome["killed"] += kill_strays(self.settings["own_pid_namespace"], pid)
         if self.settings["own_pid_namespace"]:  # the scratch tmpfs is ours alone only under bwrap
             clear_scratch("/tmp")
+            removed = clear_mqueue()  # open(2) on /dev/mqueue makes a queue, filter or not
             if not self.settings["seccomp"]:  # with the filter no instance can make any
-                outcome["ipc_removed"] = clear_sysv_ipc()
+                removed += clear_sysv_ipc()
+            if removed:
+                outcome["ipc_removed"] = removed
         return outcome
 
 
@@ -442,11 +445,27 @@ SYSV_IPC_RMID = 0
 SYSV_TABLES = (("msg", "msgctl"), ("shm", "shmctl"), ("sem", "semctl"))
 
 
-def clear_sysv_ipc(root: str = "/proc/sysvipc", mqueue: str = "/dev/mqueue") -> int:
-    """Remove every System V message queue, shared-memory segment and semaphore set, and every
-    POSIX message queue, in this IPC namespace (bwrap gives each worker its own and mounts its
-    mqueue file system at ``mqueue``), so none outlives the instance that made it. Returns how
-    many were removed."""
+def clear_mqueue(mqueue: str = "/dev/mqueue") -> int:
+    """Remove every POSIX message queue of this IPC namespace (bwrap gives each worker its own
+    and mounts its mqueue file system at ``mqueue``); returns how many."""
+    try:
+        queues = os.listdir(mqueue)
+    except OSError:
+        return 0
+    removed = 0
+    for name in queues:
+        try:
+            os.unlink(os.path.join(mqueue, name))
+            removed += 1
+        except OSError:
+            pass
+    return removed
+
+
+def clear_sysv_ipc(root: str = "/proc/sysvipc") -> int:
+    """Remove every System V message queue, shared-memory segment and semaphore set in this
+    IPC namespace (bwrap gives each worker its own), so none outlives the instance that made
+    it. Returns how many were removed."""
     import ctypes
 
     libc = ctypes.CDLL(None, use_errno=True)
@@ -467,16 +486,6 @@ def clear_sysv_ipc(root: str = "/proc/sysvipc", mqueue: str = "/dev/mqueue") -> 
             else:
                 result = getattr(libc, control)(ident, SYSV_IPC_RMID, None)
             removed += result == 0
-    try:
-        queues = os.listdir(mqueue)
-    except OSError:
-        queues = []
-    for name in queues:
-        try:
-            os.unlink(os.path.join(mqueue, name))
-            removed += 1
-        except OSError:
-            pass
     return removed
 
 

@@ -38,6 +38,7 @@ from testbeds.sandbox.layers import (DoctorReport, LayerStatus, Runtime, degrade
                                      prepare_runtime, worker_command)
 
 FATAL_KINDS = {"timeout", "crash", "memory_limit"}
+_SIGNAL_NUMBERS = {int(s) for s in signal.Signals}
 STDERR_KEEP = 16_384
 
 
@@ -357,13 +358,16 @@ class EnvHandle:
             return fail("bad_return", getattr(exc, "detail", str(exc)))
         outcome = self._end(expect_dead=True)
         number = outcome.get("signal")
+        if isinstance(number, bool) or not isinstance(number, int) or not 0 < number < 128:
+            number = None  # the zygote's account is checked like any reply
         if number == signal.SIGXCPU:
             return fail("timeout", "CPU-time limit of the instance exceeded", signal=number)
         if number is not None:
-            return fail("crash", f"killed by signal {signal.Signals(number).name}", signal=number)
+            name = signal.Signals(number).name if number in _SIGNAL_NUMBERS else f"signal {number}"
+            return fail("crash", f"killed by signal {name}", signal=number)
         if "exit_code" in outcome:
-            return fail("crash", f"exited with status {outcome['exit_code']}")
-        return fail("crash", outcome.get("detail", "the instance closed its channel"))
+            return fail("crash", f"exited with status {str(outcome['exit_code'])[:20]}")
+        return fail("crash", str(outcome.get("detail", "the instance closed its channel"))[:500])
 
     def _end(self, expect_dead: bool) -> dict:
         if self.closed:

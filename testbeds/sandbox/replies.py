@@ -76,27 +76,10 @@ def _refuse_constant(name: str) -> Any:
     raise ReplyError(f"non-finite number {name} in the reply")
 
 
-def _parse_float(text: str) -> float:
-    value = float(text)  # never raises on JSON number syntax; overflow gives inf
-    if not math.isfinite(value):
-        raise ReplyError(f"number {text[:40]} overflows a float")
-    return value
-
-
 def decode(payload: bytes, limits: ReplyLimits) -> Any:
     """The JSON value of ``payload``, checked as the module docstring says, or ``ReplyError``."""
-    digits = limits.max_int_digits
-
-    def parse_int(text: str) -> int:
-        count = len(text) - text.startswith("-")
-        if count > digits:
-            raise ReplyError(f"integer of {count} digits exceeds max_reply_int_digits ({digits})")
-        return int(text)
-
     try:
-        text = payload.decode("utf-8")
-        value = json.loads(text, parse_constant=_refuse_constant, parse_float=_parse_float,
-                           parse_int=parse_int)
+        value = json.loads(payload.decode("utf-8"), parse_constant=_refuse_constant)
     except ReplyError:
         raise
     except UnicodeDecodeError as exc:
@@ -105,23 +88,33 @@ def decode(payload: bytes, limits: ReplyLimits) -> Any:
         raise ReplyError("reply nested too deeply to decode") from None
     except (ValueError, TypeError, OverflowError, MemoryError) as exc:
         raise ReplyError(f"undecodable reply: {exc}") from None
-    check_tree(value, limits.max_depth)
+    check_tree(value, limits.max_depth, limits.max_int_digits)
     return value
 
 
-def check_tree(value: Any, max_depth: int) -> None:
-    """Refuse nesting deeper than ``max_depth`` and strings holding lone surrogates (iterative:
-    no recursion to exhaust)."""
+def check_tree(value: Any, max_depth: int, max_int_digits: int = 4_300) -> None:
+    """Refuse nesting deeper than ``max_depth``, strings holding lone surrogates, floats that
+    overflowed to infinity (``1e999``) and integers of more than ``max_int_digits`` digits
+    (iterative: no recursion to exhaust; integers are sized by their bits, never converted)."""
+    most_bits = math.ceil(max_int_digits * math.log2(10)) + 1
     stack = [(value, 1)]
     while stack:
         item, depth = stack.pop()
-        if isinstance(item, str):
-            if _SURROGATE.search(item):
+        kind = type(item)
+        if kind is str:
+            if not item.isascii() and _SURROGATE.search(item):
                 raise ReplyError("a string in the reply holds a lone surrogate (not valid UTF-8)")
-        elif isinstance(item, (list, dict)):
+        elif kind is float:
+            if not math.isfinite(item):
+                raise ReplyError("a number in the reply overflows a float")
+        elif kind is int:
+            if item.bit_length() >= most_bits - 4 and len(str(abs(item))) > max_int_digits:
+                raise ReplyError(f"integer of {len(str(abs(item)))} digits exceeds "
+                                 f"max_reply_int_digits ({max_int_digits})")
+        elif kind is list or kind is dict:
             if depth > max_depth:
                 raise ReplyError(f"reply nested deeper than {max_depth} levels")
-            if isinstance(item, dict):
+            if kind is dict:
                 stack.extend((key, depth) for key in item)
                 stack.extend((child, depth + 1) for child in item.values())
             else:

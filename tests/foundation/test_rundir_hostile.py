@@ -169,3 +169,105 @@ def test_doctor_and_resume_on_a_read_only_run_dir(finished):
         for directory, _, _ in os.walk(base):
             os.chmod(directory, 0o755)
         shutil.rmtree(base)
+
+
+def _run_cli(tmp_path: Path, *args: str):
+    sets = ["trainer.name=simulated", "testbed.eval_agents=[2]", "testbed.eval_instances_per_size=1",
+            "testbed.eval_samples=1", "tasks_per_round=8", "rounds=2"]
+    empty = tmp_path / "defaults.yaml"
+    empty.write_text("{}\n")
+    return _invoke("run", "--config", str(empty), *[a for s in sets for a in ("--set", s)], *args)
+
+
+@pytest.mark.parametrize("case", ["long_run_name", "long_output_dir", "output_dir_is_a_file",
+                                  "output_dir_in_proc"])
+def test_bad_places_for_a_run_dir_are_one_line_errors(tmp_path, monkeypatch, case):
+    monkeypatch.setenv("CURRICULUM_CACHE", str(tmp_path / "cache"))
+    afile = tmp_path / "a_file"
+    afile.write_text("x")
+    args = {"long_run_name": ["--output-dir", str(tmp_path), "--run-name", "r" * 300],
+            "long_output_dir": ["--output-dir", str(tmp_path / ("d" * 300)), "--run-name", "r"],
+            "output_dir_is_a_file": ["--output-dir", str(afile), "--run-name", "r"],
+            "output_dir_in_proc": ["--output-dir", "/proc/self", "--run-name", "r"]}[case]
+    res, text = _run_cli(tmp_path, *args)
+    assert res.exit_code == 2, text
+    expected = {"long_run_name": "at most 200", "long_output_dir": "too long for the file system",
+                "output_dir_is_a_file": "is not a directory",
+                "output_dir_in_proc": "cannot create the run directory /proc/self/r"}[case]
+    assert expected in text, text
+
+
+def test_a_full_disk_is_a_message_and_committed_rounds_stay(tmp_path, monkeypatch):
+    import errno
+
+    import curriculum.rundir as rundir
+
+    monkeypatch.setenv("CURRICULUM_CACHE", str(tmp_path / "cache"))
+    real = rundir.write_json
+
+    def filling(path, value):
+        if "round_001" in str(path):
+            raise OSError(errno.ENOSPC, "No space left on device", str(path))
+        return real(path, value)
+
+    monkeypatch.setattr(rundir, "write_json", filling)
+    res, text = _run_cli(tmp_path, "--output-dir", str(tmp_path / "runs"), "--run-name", "r")
+    assert res.exit_code == 2 and "No space left on device" in text and "--resume" in text, text
+    run_dir = RunDir.open(tmp_path / "runs" / "r")
+    assert run_dir.completed_rounds() == [0] and run_dir.check_round(0).resumable
+
+
+def test_an_empty_config_file_is_an_error(tmp_path):
+    for text in ("", "\n\n", "# only a comment\n"):
+        path = tmp_path / "empty.yaml"
+        path.write_text(text)
+        res, out = _invoke("run", "--config", str(path), "--dry-run")
+        assert res.exit_code == 2 and "is empty (no settings)" in out, out
+
+
+def test_a_config_over_the_size_cap_is_refused_before_parsing(tmp_path):
+    import time
+
+    path = tmp_path / "huge.yaml"
+    path.write_text("tasks_per_round: 8\nnotes: [" + "1, " * 2_500_000 + "]\n")  # 7.5 MB
+    started = time.monotonic()
+    res, out = _invoke("run", "--config", str(path), "--dry-run")
+    assert res.exit_code == 2 and "over the 65,536-byte limit" in out, out
+    assert time.monotonic() - started < 5
+
+
+def test_a_file_in_a_rounds_place_is_named_and_moved_aside(finished):
+    before = _history(finished)
+    shutil.rmtree(finished.round_dir(1))
+    finished.round_dir(1).write_text("not a round")
+    res, text = _invoke("doctor", str(finished.path))
+    assert res.exit_code == 1 and "rounds/round_001 not a round directory" in text, text
+    res, text = _invoke("run", "--resume", str(finished.path))
+    assert res.exit_code == 0, text
+    assert (finished.rounds_dir / ".round_001.damaged").read_text() == "not a round"
+    assert _history(finished) == before
+
+
+BOMB = "\n".join(["x0: &a0 [1, 1, 1, 1, 1, 1, 1, 1, 1]"]
+                 + [f"x{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 9)])
+
+
+def test_yaml_alias_bombs_are_refused_quickly(tmp_path, finished):
+    import time
+
+    path = tmp_path / "bomb.yaml"
+    path.write_text(BOMB + "\ntestbed:\n  name: mapf_frozenlake\n  eval_agents: *a8\n")  # 9**9 values
+    started = time.monotonic()
+    res, text = _invoke("run", "--config", str(path), "--dry-run")
+    assert res.exit_code == 2 and "expands to more than 100,000 values" in text, text
+    res, text = _invoke("run", "--dry-run", "--set",
+                        "testbed.eval_agents=[&a [1,1,1,1,1,1,1,1,1], &b [*a,*a,*a,*a,*a,*a,*a,*a,*a], "
+                        "&c [*b,*b,*b,*b,*b,*b,*b,*b,*b], &d [*c,*c,*c,*c,*c,*c,*c,*c,*c], "
+                        "&e [*d,*d,*d,*d,*d,*d,*d,*d,*d], &f [*e,*e,*e,*e,*e,*e,*e,*e,*e], "
+                        "[*f,*f,*f,*f,*f,*f,*f,*f,*f]]")
+    assert res.exit_code == 2 and "expands to more than 100,000 values" in text, text
+    config = finished.path / "config.yaml"  # a saved config edited into a bomb
+    config.write_text(BOMB + "\n" + config.read_text())
+    res, text = _invoke("doctor", str(finished.path))
+    assert res.exit_code == 1 and "expands to more than" in text, text
+    assert time.monotonic() - started < 30

@@ -1,7 +1,8 @@
 """Hostile JSONL for ``curriculum mapf solve`` / ``validate``: every line its own answer.
 
 A 4,301-digit integer must cost only its own line (not every line after it), a line that failed
-and a command that failed have different exit codes, and a long response is validated whole up
+and a command that failed have different exit codes, every output line is strict JSON (a NaN
+``id`` echoed as a string), and a long response is validated whole up
 to ``MAX_RESPONSE_CHARS`` and refused as "too long" beyond it, never cut.
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from typer.testing import CliRunner
 
 from curriculum.cli import app
@@ -62,3 +64,13 @@ def test_long_responses_are_validated_whole_or_refused_as_too_long(tmp_path):
     assert whole["valid"] is True and whole["cost"] > 33_000
     assert limit["valid"] is True
     assert parse_plan(padded).error.startswith("response too long")
+
+
+def test_every_output_line_is_strict_json(tmp_path):
+    path = tmp_path / "in.jsonl"
+    path.write_text("".join(json.dumps({"id": value, "instance": INSTANCE, "response": PLAN}) + "\n"
+                            for value in (float("nan"), float("inf"), -float("inf"), "\ud800")))
+    result = runner.invoke(app, ["mapf", "validate", str(path), "--tokenizer", "words"])
+    ids = [json.loads(line, parse_constant=lambda c: pytest.fail(f"bare {c} in the output"))["id"]
+           for line in result.output.strip().splitlines()]
+    assert ids == ["NaN", "Infinity", "-Infinity", "\ud800"]

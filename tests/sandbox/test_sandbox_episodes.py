@@ -2,8 +2,9 @@
 
 System V message queues, shared memory and semaphores, and POSIX message queues live in the
 IPC namespace, which bubblewrap makes once per worker: with the seccomp filter an instance
-cannot create them at all; without it (``seccomp=False``) the zygote removes every one left
-when the instance closes.
+cannot create them (except a POSIX queue made by ``open`` in ``/dev/mqueue``); the zygote
+removes every queue left in ``/dev/mqueue`` when the instance closes, and without the filter
+(``seccomp=False``) every System V object too.
 """
 
 from __future__ import annotations
@@ -44,10 +45,15 @@ def run():
         out["shm"] = False
     out["sem"] = libc.semget(KEY, 1, 0o1666) >= 0
     out["mq"] = libc.mq_open(b"/secret", 0o102, 0o666, None) >= 0
+    try:  # open(2) in the mqueue file system makes a queue without mq_open
+        os.close(os.open("/dev/mqueue/note", os.O_CREAT | os.O_RDWR, 0o666))
+        out["mq_file"] = True
+    except OSError:
+        out["mq_file"] = False
     return out'''
 
 READER = '''
-import ctypes
+import ctypes, os
 KEY = 0x5EC2E7
 def run():
     libc = ctypes.CDLL(None, use_errno=True)
@@ -65,6 +71,7 @@ def run():
         found.append(("sem", True))
     if libc.mq_open(b"/secret", 0o2, 0, None) >= 0:  # O_RDWR, no create
         found.append(("mq", True))
+    found += [("mqueue file", name) for name in os.listdir("/dev/mqueue")]
     for table in ("msg", "shm", "sem"):
         rows = open(f"/proc/sysvipc/{table}").read().splitlines()[1:]
         if rows:
@@ -80,8 +87,8 @@ def test_ipc_state_does_not_cross_episodes(seccomp):
         with pool.load(WRAPPER.format(body=WRITER)) as env:
             made = env.reset(0).obs
         if seccomp:
-            assert made == "{'msg': False, 'shm': False, 'sem': False, 'mq': False}"
+            assert made == "{'msg': False, 'shm': False, 'sem': False, 'mq': False, 'mq_file': True}"
         else:
-            assert made == "{'msg': True, 'shm': True, 'sem': True, 'mq': True}"
+            assert made == "{'msg': True, 'shm': True, 'sem': True, 'mq': True, 'mq_file': True}"
         with pool.load(WRAPPER.format(body=READER)) as env:
             assert env.reset(0).obs == "[]"
