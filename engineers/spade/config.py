@@ -14,6 +14,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from curriculum.core.config import PluginConfig
+from engineers.checkpoint.config import EndpointConfig
 from testbeds.sandbox import SandboxConfig
 
 GAME_SKILLS = (
@@ -230,9 +231,14 @@ class SpadeEngineerConfig(PluginConfig):
     from that prompt's document (``testbeds.synthetic.seeds.variant``)."""
     designs_per_round: int = Field(4, ge=1)
     """Design calls per round."""
-    designer: Literal["policy", "base"] = "policy"
-    """Which model writes environments: the current policy (shared weights, trained as designer)
-    or the frozen base model (the frozen-designer ablation: its designs are played, never trained on)."""
+    designer: Literal["policy", "base", "endpoint"] = "policy"
+    """Which model writes environments: the current policy (shared weights, trained as designer),
+    the frozen base model (the frozen-designer ablation: its designs are played, never trained on),
+    or an external model behind ``endpoint`` (the paper's frozen external designer, GPT-5.5:
+    played, never trained on)."""
+    endpoint: EndpointConfig | None = None
+    """The external designer's OpenAI-compatible endpoint (``designer: endpoint``; URL, model and
+    key default to ``CURRICULUM_ENDPOINT_URL`` / ``CURRICULUM_ENDPOINT_MODEL`` / the key variable)."""
     max_new_tokens: int | None = Field(None, ge=64)
     """Completion budget of a design call (``None``: ``generation.engineer_max_new_tokens``)."""
     temperature: float = Field(1.0, ge=0.0, le=5.0)
@@ -248,6 +254,14 @@ class SpadeEngineerConfig(PluginConfig):
     """Embedding, Vendi score and near-duplicate settings."""
     sandbox: SandboxConfig = Field(default_factory=lambda: SandboxConfig(workers=2))
     """How model-written programs are run (the ``ToolEnv`` prelude is added automatically)."""
+
+    @model_validator(mode="after")
+    def _endpoint_designer(self) -> SpadeEngineerConfig:
+        if self.designer == "endpoint" and self.endpoint is None:
+            self.endpoint = EndpointConfig()
+        if self.designer != "endpoint" and self.endpoint is not None:
+            raise ValueError("engineer.endpoint is only read with designer: endpoint")
+        return self
 
     @model_validator(mode="after")
     def _structured_games_only(self) -> SpadeEngineerConfig:
