@@ -23,6 +23,7 @@ SQLite file in the run directory). The sandbox pool is started on first use and 
 from __future__ import annotations
 
 import json
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -80,6 +81,18 @@ class SpadeEngineer(Engineer):
         self._endpoint: Policy | None = None
         self.last_candidates: list[DesignCandidate] = []
         self.summaries: list[RoundSummary] = []
+
+    def on_run_start(self, testbed: Any, initial_proposal: Any) -> None:
+        """Before round 0: say which documents the design calls read (the built-in corpus in
+        place of unreachable Hub sources), and stop here when a source with
+        ``on_unavailable: error`` cannot be reached."""
+        from engineers.spade.corpus import CorpusUnavailable, corpus_plan
+
+        line = corpus_plan(self.config.corpus, self.config.setting)
+        if line.startswith("UNAVAILABLE"):
+            raise CorpusUnavailable(line.split(": ", 1)[1])
+        if distributed.is_main():
+            print(f"spade corpus: {line}", file=sys.stderr, flush=True)
 
     # -- parts, built on first use --------------------------------------------------------------
     def designer(self, seed: int) -> Designer:
