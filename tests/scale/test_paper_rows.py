@@ -107,3 +107,38 @@ def test_endpoint_trainer_scores_an_endpoint(monkeypatch):
                                     max_new_tokens=32)
     assert out[0].text == "Agent 1: (0,0)" and out[0].num_tokens == 7
     assert sent[0]["model"] == "kimi-k2.5" and sent[0]["max_tokens"] == 32
+
+
+def test_an_eval_only_endpoint_run_scores_the_endpoint(monkeypatch, tmp_path):
+    """``rounds: 0`` + the endpoint trainer through the controller: the baseline eval asks the
+    endpoint every eval prompt, nothing is trained, no round is written."""
+    import io
+    import json
+    import urllib.request
+
+    from curriculum.loop import run
+    from testbeds.mapf_frozenlake.parse import format_plan
+
+    config = load_config(ROOT / "configs" / "mapf_endpoint_gpt_5_4.yaml",
+                         ["testbed.eval_agents=[3]", "testbed.eval_instances_per_size=1",
+                          f"output_dir={tmp_path}", "run_name=eval-only"])
+    monkeypatch.setenv("CURRICULUM_ENDPOINT_URL", "http://localhost:9/v1")
+    prompts = []
+
+    class Reply(io.BytesIO):
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    def urlopen(request, timeout):
+        prompts.append(json.loads(request.data)["messages"][-1]["content"])
+        return Reply(json.dumps({"choices": [{"message": {"content": format_plan([[(0, 0)]])}}]}).encode())
+
+    monkeypatch.setattr(urllib.request, "urlopen", urlopen)
+    result = run(config)
+    assert result.history == [] and not list((result.run_dir / "rounds").glob("round_*"))
+    baseline = json.loads((result.run_dir / "baseline_eval.json").read_text())
+    assert len(prompts) == 8 and all("Agent 1 starts at" in p for p in prompts)  # 8 sizes x 1 instance
+    assert baseline["score"] == 0.0  # a one-agent, one-cell answer is never a valid 3-agent plan
