@@ -205,7 +205,8 @@ def _mount_subapps() -> None:
     import importlib
     import importlib.util
 
-    for name, module in (("mapf", "curriculum.cli_mapf"), ("sandbox", "curriculum.cli_sandbox")):
+    for name, module in (("mapf", "curriculum.cli_mapf"), ("sandbox", "curriculum.cli_sandbox"),
+                         ("spade", "curriculum.cli_spade")):
         if importlib.util.find_spec(module) is not None:
             app.add_typer(importlib.import_module(module).app, name=name)
     # Top-level commands that live next to their library code (compare, report).

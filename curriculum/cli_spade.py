@@ -6,13 +6,40 @@
 * ``show_env(run_dir, hash)`` — one entry by full hash or unique prefix, with its program, hint
   and the designer's raw output; ``KeyError`` when absent.
 * ``envs_table(entries)`` and ``env_panel(entry)`` — rich renderables of the same, for the CLI.
+* ``export_pool(run_dir, out)`` — ``curriculum spade export RUN --out DIR``: every admitted
+  environment of the run as a reusable pool (format below).
+
+Export format (``EXPORT_FORMAT``, version ``EXPORT_VERSION``), three files in ``DIR``:
+
+* ``spade_pool.jsonl`` — one ``PoolEnvironment`` per line (hash, setting, skill, hint, program,
+  class_name), the file ``load_pool`` reads: ``testbed.initial_pool: memory:DIR`` trains a fresh
+  run on it (with the ``fixed`` engineer, the fixed-environment baseline on a designed pool);
+* ``environments.jsonl`` — one object per admitted environment, in design order: ``hash``,
+  ``setting``, ``skill``, ``hint``, ``program``, ``round`` (designed after that round),
+  ``admission`` (``checks_passed``, ``seconds``, ``closest_seed``, ``seed_similarity``),
+  ``lineage`` (``parent``: the environment it mutates, ``ancestors``: parent, grandparent, … as
+  far as the memory knows, ``corpus_doc_id``: the grounding document), ``active`` (still in the
+  memory's FIFO at export), ``regret`` / ``win_rate_with_hint`` / ``win_rate_without`` (latest),
+  and ``history``: every play recorded in the run's rounds (``round``, ``regret``,
+  ``raw_regret``, ``win_rate``, ``win_rate_hint``, ``mean_return``, ``mean_return_hint``,
+  ``learning_potential``);
+* ``manifest.json`` — ``format``, ``version``, ``run`` (the source run directory), ``setting``
+  and ``environments`` (the count).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import json
+from typing import Any
+
 from engineers.spade.memory import FILENAME, Memory, MemoryEntry
+
+EXPORT_FORMAT = "curriculum-spade-pool"
+EXPORT_VERSION = 1
+ENVIRONMENTS_FILE = "environments.jsonl"
+MANIFEST_FILE = "manifest.json"
 
 
 def _open(run_dir: str | Path) -> Memory:
@@ -99,3 +126,82 @@ def env_panel(entry: MemoryEntry):
     elif entry.extra.get("output"):
         parts.append(Panel(entry.extra["output"], title="designer output (no program parsed)"))
     return Group(*parts)
+
+
+def _history(run_dir: Path) -> dict[str, list[dict[str, Any]]]:
+    """env hash → its recorded plays, in round order (``RoundReport.env_outcomes``)."""
+    from curriculum.rundir import RunDir
+
+    out: dict[str, list[dict[str, Any]]] = {}
+    for report in RunDir(run_dir).history():
+        for o in report.env_outcomes:
+            out.setdefault(o.env_id, []).append({
+                "round": report.round, "regret": o.regret, "raw_regret": o.raw_regret,
+                "win_rate": o.win_rate, "win_rate_hint": o.win_rate_hint, "mean_return": o.mean_return,
+                "mean_return_hint": o.mean_return_hint, "learning_potential": o.learning_potential})
+    return out
+
+
+def export_pool(run_dir: str | Path, out: str | Path) -> dict[str, Any]:
+    """Write every admitted environment of ``run_dir`` to ``out`` (module docstring); returns the
+    manifest. ``FileNotFoundError`` without a memory, ``ValueError`` when nothing was admitted or
+    ``out`` already holds an export."""
+    from curriculum.core.pool import POOL_FILE, PoolEnvironment, save_pool
+
+    run_dir, out = Path(run_dir), Path(out)
+    entries = [e for e in list_envs(run_dir) if e.admitted and e.program]
+    if not entries:
+        raise ValueError(f"{run_dir} has no admitted environment to export")
+    if (out / POOL_FILE).exists() or (out / MANIFEST_FILE).exists():
+        raise ValueError(f"{out} already holds an exported pool; choose an empty directory")
+    out.mkdir(parents=True, exist_ok=True)
+    parents = {e.hash: e.parent for e in list_envs(run_dir)}
+    history = _history(run_dir)
+    settings = sorted({e.setting for e in entries})
+    rows = []
+    for e in entries:
+        ancestors, seen, node = [], {e.hash}, e.parent
+        while node and node not in seen:
+            ancestors.append(node)
+            seen.add(node)
+            node = parents.get(node)
+        rows.append({
+            "hash": e.hash, "setting": e.setting, "skill": e.skill, "hint": e.hint or "", "program": e.program,
+            "round": e.round, "active": e.active,
+            "admission": {k: e.extra.get(k) for k in ("checks_passed", "admission_seconds", "closest_seed",
+                                                      "seed_similarity")},
+            "lineage": {"parent": e.parent, "ancestors": ancestors, "corpus_doc_id": e.corpus_doc_id},
+            "regret": e.regret, "win_rate_with_hint": e.win_rate_with_hint, "win_rate_without": e.win_rate_without,
+            "history": history.get(e.hash, []),
+        })
+    save_pool(out, [PoolEnvironment(hash=r["hash"], setting=r["setting"], skill=r["skill"], hint=r["hint"],
+                                    program=r["program"]) for r in rows])
+    (out / ENVIRONMENTS_FILE).write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
+    manifest = {"format": EXPORT_FORMAT, "version": EXPORT_VERSION, "run": str(run_dir),
+                "setting": settings[0] if len(settings) == 1 else settings, "environments": len(rows)}
+    (out / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    return manifest
+
+
+def _app():
+    import typer
+
+    app = typer.Typer(help="SPADE runs: export the environments a designer made.", no_args_is_help=True)
+
+    @app.command(epilog="Example: curriculum spade export runs/spade-run --out pools/spade-run")
+    def export(run: Path = typer.Argument(..., help="SPADE run directory"),
+               out: Path = typer.Option(..., "--out", help="Directory to write the pool to")) -> None:
+        """Every admitted environment with hint, skill, admission results, lineage and regret
+        history; train on it with testbed.initial_pool=memory:OUT."""
+        try:
+            manifest = export_pool(run, out)
+        except (FileNotFoundError, ValueError) as err:
+            typer.echo(f"error: {err}", err=True)
+            raise typer.Exit(2) from None
+        typer.echo(f"exported {manifest['environments']} environments to {out} "
+                   f"(train on them: testbed.initial_pool=memory:{out})")
+
+    return app
+
+
+app = _app()

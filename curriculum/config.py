@@ -98,8 +98,9 @@ class RunConfig(StrictModel):
     """The environment engineer that designs each next round."""
     generation: GenerationConfig = Field(default_factory=GenerationConfig)
     """Generation settings for evaluation and for engineers that query a model."""
-    rounds: int = Field(3, ge=1, le=10_000)
-    """Number of train → eval → design rounds (the paper ran 3)."""
+    rounds: int = Field(3, ge=0, le=10_000)
+    """Number of train → eval → design rounds (the paper ran 3); 0 with ``eval_before_training``
+    is an eval-only run (a paper table's base-model and external-model rows)."""
     tasks_per_round: int = Field(4000, ge=1)
     """Training tasks drawn from the proposal each round (the paper: 4000 instances)."""
     eval_before_training: bool = False
@@ -151,6 +152,12 @@ class RunConfig(StrictModel):
             raise ValueError(f"is {len(value.encode('utf-8', 'surrogateescape'))} bytes; a run "
                              "directory name may have at most 200 (file systems allow 255)")
         return value
+
+    @model_validator(mode="after")
+    def _eval_only(self) -> RunConfig:
+        if self.rounds == 0 and not self.eval_before_training:
+            raise ValueError("rounds: 0 only evaluates the starting model: set eval_before_training: true")
+        return self
 
     def fingerprint(self) -> str:
         """Short hash of the resolved config, for cache keys and resume checks."""

@@ -509,6 +509,10 @@ def _spade_lines(config: RunConfig, strategy: Strategy, gpu: GPU) -> list[str]:
         f"  sharding: designs and plays over {_groups(config, strategy)} group(s) of processes, each rank with its"
         " own sandbox pool; rows gathered into one update",
     ]
+    if config.engineer.name == "spade":  # which documents the design calls will read
+        from engineers.spade.corpus import corpus_plan
+
+        lines.append(f"  corpus: {corpus_plan(config.engineer.corpus, config.engineer.setting)}")
     shape = model_shape(config.model.name_or_path)
     if shape is None:
         return lines + ["  memory: unknown model shape (not a known model, no local config.json)"]

@@ -339,6 +339,13 @@ TRAINERS.register(
     trains_on="mapf",
 )
 TRAINERS.register(
+    "endpoint",
+    "trainers.endpoint:EndpointTrainer",
+    "trainers.endpoint:EndpointTrainerConfig",
+    "An external model behind an OpenAI-compatible endpoint, evaluated only (rounds: 0).",
+    trains_on="prompt",
+)
+TRAINERS.register(
     "selfplay",
     "trainers.selfplay:SelfPlayTrainer",
     "trainers.selfplay:SelfPlayConfig",

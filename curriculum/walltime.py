@@ -213,7 +213,7 @@ def round_budget(config: RunConfig, eval_prompts: int, eval_tokens: int,
 
     trainer = config.trainer
     evaluation = generate_work(eval_prompts, eval_tokens, config.generation.batch_size)
-    share = (config.rounds - 1) / config.rounds  # the last round has no design call
+    share = (config.rounds - 1) / config.rounds if config.rounds else 0.0  # the last round has no design call
     calls, prompt, new = design
     designing = Work(generated=round(share * calls * new), decode_steps=round(share * calls * new),
                      prefilled=round(share * calls * prompt))  # one row per call

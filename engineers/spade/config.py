@@ -14,6 +14,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from curriculum.core.config import PluginConfig
+from engineers.checkpoint.config import EndpointConfig
 from testbeds.sandbox import SandboxConfig
 
 GAME_SKILLS = (
@@ -106,11 +107,20 @@ class _Strict(BaseModel):
 class CorpusSource(_Strict):
     """One file or dataset of grounding documents."""
 
-    kind: Literal["jsonl", "parquet", "hf_disk"]
+    kind: Literal["jsonl", "parquet", "hf_disk", "hf_hub"]
     """``jsonl``: one JSON object per line; ``parquet``: a Parquet file (pyarrow);
-    ``hf_disk``: a Hugging Face dataset saved with ``save_to_disk``."""
-    path: Path
-    """File (jsonl, parquet) or directory (hf_disk)."""
+    ``hf_disk``: a Hugging Face dataset saved with ``save_to_disk``; ``hf_hub``: a dataset on the
+    Hugging Face Hub, streamed with ``datasets.load_dataset`` when the machine can reach it."""
+    path: Path | None = None
+    """File (jsonl, parquet) or directory (hf_disk); not used by hf_hub."""
+    dataset: str | None = None
+    """Hub dataset id (hf_hub only), e.g. ``owner/name``."""
+    subset: str | None = None
+    """Hub dataset configuration name (hf_hub only; ``None``: the default one)."""
+    on_unavailable: Literal["builtin", "error"] = "builtin"
+    """What an unreachable hf_hub source does: ``builtin`` — the plan and the run start say so and
+    the design calls read the built-in offline corpus instead (when no other source is readable);
+    ``error`` — the run stops before round 0 with the reason."""
     text_field: str = "text"
     """Column / key holding the document text."""
     id_field: str | None = None
@@ -119,6 +129,20 @@ class CorpusSource(_Strict):
     """Split to read when ``path`` holds a ``DatasetDict`` (hf_disk only)."""
     max_docs: int | None = Field(None, ge=1)
     """Read at most this many documents from the source (``None``: all)."""
+
+    @model_validator(mode="after")
+    def _where(self) -> CorpusSource:
+        if self.kind == "hf_hub":
+            if not self.dataset or self.path is not None:
+                raise ValueError("an hf_hub source names `dataset` (a Hub id), not `path`")
+        elif self.path is None or self.dataset is not None or self.subset is not None:
+            raise ValueError(f"a {self.kind} source names `path` (not `dataset`/`subset`)")
+        return self
+
+    def label(self) -> str:
+        """The source as logs name it."""
+        return f"hf_hub:{self.dataset}" + (f"/{self.subset}" if self.subset else "") if self.kind == "hf_hub" \
+            else str(self.path)
 
 
 class CorpusConfig(_Strict):
@@ -230,9 +254,14 @@ class SpadeEngineerConfig(PluginConfig):
     from that prompt's document (``testbeds.synthetic.seeds.variant``)."""
     designs_per_round: int = Field(4, ge=1)
     """Design calls per round."""
-    designer: Literal["policy", "base"] = "policy"
-    """Which model writes environments: the current policy (shared weights, trained as designer)
-    or the frozen base model (the frozen-designer ablation: its designs are played, never trained on)."""
+    designer: Literal["policy", "base", "endpoint"] = "policy"
+    """Which model writes environments: the current policy (shared weights, trained as designer),
+    the frozen base model (the frozen-designer ablation: its designs are played, never trained on),
+    or an external model behind ``endpoint`` (the paper's frozen external designer, GPT-5.5:
+    played, never trained on)."""
+    endpoint: EndpointConfig | None = None
+    """The external designer's OpenAI-compatible endpoint (``designer: endpoint``; URL, model and
+    key default to ``CURRICULUM_ENDPOINT_URL`` / ``CURRICULUM_ENDPOINT_MODEL`` / the key variable)."""
     max_new_tokens: int | None = Field(None, ge=64)
     """Completion budget of a design call (``None``: ``generation.engineer_max_new_tokens``)."""
     temperature: float = Field(1.0, ge=0.0, le=5.0)
@@ -248,6 +277,14 @@ class SpadeEngineerConfig(PluginConfig):
     """Embedding, Vendi score and near-duplicate settings."""
     sandbox: SandboxConfig = Field(default_factory=lambda: SandboxConfig(workers=2))
     """How model-written programs are run (the ``ToolEnv`` prelude is added automatically)."""
+
+    @model_validator(mode="after")
+    def _endpoint_designer(self) -> SpadeEngineerConfig:
+        if self.designer == "endpoint" and self.endpoint is None:
+            self.endpoint = EndpointConfig()
+        if self.designer != "endpoint" and self.endpoint is not None:
+            raise ValueError("engineer.endpoint is only read with designer: endpoint")
+        return self
 
     @model_validator(mode="after")
     def _structured_games_only(self) -> SpadeEngineerConfig:

@@ -6,8 +6,15 @@ different documents; its ``cursor`` is saved with the engineer state so a resume
 the same order.
 
 Sources (``CorpusConfig.sources``): JSONL files (one object per line), Parquet files (pyarrow),
-or Hugging Face datasets saved on local disk (``datasets.load_from_disk``). Documents shorter
+Hugging Face datasets saved on local disk (``datasets.load_from_disk``), or Hub datasets
+(``hf_hub``: the first ``max_docs`` rows streamed with ``datasets.load_dataset``). Documents shorter
 than ``min_doc_chars`` are skipped and the text is cut to ``max_doc_chars`` in the prompt.
+
+A Hub source the machine cannot reach (``HF_HUB_OFFLINE`` / ``HF_DATASETS_OFFLINE`` set, no
+connection to the Hub, or a failed download) follows its ``on_unavailable``: ``error`` stops the
+run with the reason (``CorpusUnavailable``); ``builtin`` drops the source, and when no configured
+source is left the built-in offline corpus below is used. ``corpus_plan`` states which before the
+run starts (the dry-run plan and the run's first lines print it).
 
 With no source configured, a built-in offline corpus is extracted at first use from
 documentation shipped with installed packages and cached as JSONL under
@@ -36,6 +43,11 @@ from pathlib import Path
 import numpy as np
 
 from engineers.spade.config import CorpusConfig, CorpusSource
+
+HUB_HOST = ("huggingface.co", 443)
+"""Where ``hub_reachable`` tries to connect."""
+OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
+"""Environment variables that make every Hub source unavailable when set to 1."""
 
 BUILTIN_VERSION = 2
 """Bumped when the extraction changes, so stale caches are rebuilt."""
@@ -109,11 +121,39 @@ class Corpus:
 
 # -- reading configured sources ------------------------------------------------------------------
 
+class CorpusUnavailable(RuntimeError):
+    """A configured source cannot be read and its ``on_unavailable`` is ``error``."""
+
+
+def hub_reachable(timeout: float = 3.0) -> tuple[bool, str]:
+    """(reachable, why not): the offline variables first, then one TCP connection to the Hub."""
+    import socket
+
+    for name in OFFLINE_VARIABLES:
+        if os.environ.get(name, "").strip().lower() in ("1", "true", "yes"):
+            return False, f"{name} is set"
+    try:
+        socket.create_connection(HUB_HOST, timeout=timeout).close()
+    except OSError as err:
+        return False, f"cannot reach {HUB_HOST[0]} ({type(err).__name__}: {err})"
+    return True, ""
+
+
+def _hub_rows(source: CorpusSource) -> Iterator[tuple[str | None, object]]:
+    import datasets
+
+    data = datasets.load_dataset(source.dataset, source.subset, split=source.split, streaming=True)
+    for row in data:
+        yield (str(row[source.id_field]) if source.id_field else None), row.get(source.text_field)
+
+
 def read_source(source: CorpusSource, min_chars: int) -> list[Document]:
     """Documents of one configured source, skipping texts shorter than ``min_chars``."""
-    path = Path(source.path)
+    path = Path(source.path) if source.path is not None else Path(source.label())
     rows: Iterable[tuple[str | None, object]]
-    if source.kind == "jsonl":
+    if source.kind == "hf_hub":
+        rows = _hub_rows(source)
+    elif source.kind == "jsonl":
         rows = _jsonl_rows(path, source)
     elif source.kind == "parquet":
         import pyarrow.parquet as pq
@@ -245,14 +285,65 @@ def load_builtin(setting: str, min_chars: int) -> tuple[list[Document], CorpusIn
     return docs, info
 
 
+def _unavailable(source: CorpusSource, why: str) -> None:
+    """Raise for an ``on_unavailable: error`` source; a ``builtin`` one is only dropped."""
+    if source.on_unavailable == "error":
+        raise CorpusUnavailable(f"corpus source {source.label()} is unavailable ({why}); it has "
+                                "on_unavailable: error. Make it reachable, save it locally (kind: hf_disk) "
+                                "or set on_unavailable: builtin to use the built-in offline corpus")
+
+
+def available_sources(config: CorpusConfig) -> list[CorpusSource]:
+    """The configured sources this machine can read now: Hub sources only when the Hub is
+    reachable (an unreachable one raises or is dropped, as its ``on_unavailable`` says)."""
+    hub = [s for s in config.sources if s.kind == "hf_hub"]
+    reachable, why = hub_reachable() if hub else (True, "")
+    out = []
+    for source in config.sources:
+        if source.kind == "hf_hub" and not reachable:
+            _unavailable(source, why)
+            continue
+        out.append(source)
+    return out
+
+
+def corpus_plan(config: CorpusConfig | str, setting: str) -> str:
+    """One line saying which documents the design calls will read (before the run starts)."""
+    if config == "none":
+        return "no corpus (corpus: none)"
+    assert isinstance(config, CorpusConfig)
+    if not config.sources:
+        return f"built-in offline {setting} corpus (no sources configured)"
+    try:
+        usable = available_sources(config)
+    except CorpusUnavailable as err:
+        return f"UNAVAILABLE, the run will stop: {err}"
+    dropped = [s.label() for s in config.sources if s not in usable]
+    if not usable:
+        return (f"built-in offline {setting} corpus INSTEAD of the configured sources "
+                f"({', '.join(dropped)}: unreachable, on_unavailable: builtin)")
+    line = "configured sources: " + ", ".join(s.label() for s in usable)
+    return line + (f" (unreachable, left out: {', '.join(dropped)})" if dropped else "")
+
+
 def build_corpus(config: CorpusConfig | str, setting: str, seed: int, cursor: int = 0) -> Corpus | None:
     """The corpus a config asks for: None for ``none``, configured sources, else the built-in one."""
     if config == "none":
         return None
     assert isinstance(config, CorpusConfig)
-    if config.sources:
-        docs = [d for source in config.sources for d in read_source(source, config.min_doc_chars)]
-        info = CorpusInfo("configured sources: " + ", ".join(str(s.path) for s in config.sources),
+    sources, docs = [], []
+    for source in available_sources(config):
+        try:
+            found = read_source(source, config.min_doc_chars)
+        except Exception as err:  # a Hub download failing mid-way is unavailability too
+            if source.kind != "hf_hub":
+                raise
+            _unavailable(source, f"{type(err).__name__}: {err}")
+            continue
+        sources.append(source)
+        docs += found
+    if sources:
+        info = CorpusInfo("configured sources: " + ", ".join(s.label() for s in sources),
                           len(docs), sum(len(d.text) for d in docs))
     else:
         docs, info = load_builtin(setting, config.min_doc_chars)

@@ -4,7 +4,9 @@ sandbox, remembered and measured for diversity; the proposal is the resulting en
 ``design(ctx)`` first stores the last round's ``env_outcomes`` (regret, win rates measured by the
 trainer's plays) in the memory, then makes ``designs_per_round`` design calls
 (``Designer.propose``) with the policy (``designer: policy``) or the frozen base model
-(``designer: base``, the frozen-designer ablation: its designs are marked ``trainable: false``,
+(``designer: base``, the frozen-designer ablation) or an external model (``designer: endpoint``,
+``engineers.checkpoint.endpoint.EndpointPolicy``: the frozen external designer); the designs of
+both frozen designers are marked ``trainable: false``,
 so the trainer plays and scores them but never trains the shared policy on them), admits them (``Designer.admit_all``), appends the round's ``RoundSummary``
 to ``<run_dir>/spade_rounds.jsonl``, saves the pool to ``<run_dir>/spade_pool.jsonl``, and
 returns ``Design(raw={"environments": [...], "designs": [...]})`` — the active admitted
@@ -21,6 +23,7 @@ SQLite file in the run directory). The sandbox pool is started on first use and 
 from __future__ import annotations
 
 import json
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -75,8 +78,21 @@ class SpadeEngineer(Engineer):
         self._calls = 0
         self._sandbox: SandboxPool | None = None
         self._designer: Designer | None = None
+        self._endpoint: Policy | None = None
         self.last_candidates: list[DesignCandidate] = []
         self.summaries: list[RoundSummary] = []
+
+    def on_run_start(self, testbed: Any, initial_proposal: Any) -> None:
+        """Before round 0: say which documents the design calls read (the built-in corpus in
+        place of unreachable Hub sources), and stop here when a source with
+        ``on_unavailable: error`` cannot be reached."""
+        from engineers.spade.corpus import CorpusUnavailable, corpus_plan
+
+        line = corpus_plan(self.config.corpus, self.config.setting)
+        if line.startswith("UNAVAILABLE"):
+            raise CorpusUnavailable(line.split(": ", 1)[1])
+        if distributed.is_main():
+            print(f"spade corpus: {line}", file=sys.stderr, flush=True)
 
     # -- parts, built on first use --------------------------------------------------------------
     def designer(self, seed: int) -> Designer:
@@ -92,6 +108,12 @@ class SpadeEngineer(Engineer):
         return self._designer
 
     def _policy(self, ctx: DesignContext) -> Policy:
+        if self.config.designer == "endpoint":
+            if self._endpoint is None:
+                from engineers.checkpoint.endpoint import EndpointPolicy
+
+                self._endpoint = EndpointPolicy(self.config.endpoint)
+            return self._endpoint
         if self.config.designer == "base":
             if ctx.base_policy is None:
                 raise ValueError("engineer.designer=base needs the trainer's base_policy, which is missing")

@@ -15,7 +15,7 @@ from curriculum.plan import Strategy, memory_per_gpu_gb, parameter_count, read_s
 ROOT = Path(__file__).resolve().parents[2]
 ACCELERATE = sorted((ROOT / "configs/accelerate").glob("*.yaml"))
 PAPER = sorted(p for p in (ROOT / "configs").glob("*.yaml")
-               if not any(word in p.name for word in ("cpu", "simulated", "small")))  # no model to plan
+               if not any(word in p.name for word in ("cpu", "simulated", "small", "endpoint")))  # no model to plan
 
 
 @pytest.mark.parametrize("path", ACCELERATE, ids=lambda p: p.name)

@@ -193,3 +193,55 @@ def test_vendi_is_between_one_and_n(x):
     score = vendi_score(x)
     assert 1.0 - 1e-9 <= score <= len(x) + 1e-9
     assert vendi_score(np.concatenate([x, x])) == pytest.approx(score, rel=1e-6)  # duplicating all rows
+
+
+def test_hub_source_config_names_a_dataset_not_a_path(tmp_path):
+    from pydantic import ValidationError
+
+    assert CorpusSource(kind="hf_hub", dataset="owner/name").label() == "hf_hub:owner/name"
+    with pytest.raises(ValidationError, match="names `dataset`"):
+        CorpusSource(kind="hf_hub", path=tmp_path)
+    with pytest.raises(ValidationError, match="names `path`"):
+        CorpusSource(kind="jsonl", dataset="owner/name")
+
+
+def test_unreachable_hub_source_falls_back_to_builtin_and_the_plan_says_so(monkeypatch):
+    from engineers.spade import corpus as C
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    config = CorpusConfig(sources=[CorpusSource(kind="hf_hub", dataset="owner/maths", max_docs=10)])
+    line = C.corpus_plan(config, "games")
+    assert line.startswith("built-in offline games corpus INSTEAD") and "hf_hub:owner/maths" in line
+    corpus = build_corpus(config, "games", 0)
+    assert corpus.info.description != "configured sources: hf_hub:owner/maths"
+    assert corpus.info.path is not None  # the built-in corpus's cache file
+
+
+def test_unreachable_hub_source_with_error_policy_stops_with_the_reason(monkeypatch):
+    from engineers.spade import corpus as C
+
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    config = CorpusConfig(sources=[CorpusSource(kind="hf_hub", dataset="owner/code", on_unavailable="error")])
+    with pytest.raises(C.CorpusUnavailable, match="hf_hub:owner/code is unavailable .HF_DATASETS_OFFLINE is set"):
+        build_corpus(config, "tools", 0)
+    assert C.corpus_plan(config, "tools").startswith("UNAVAILABLE, the run will stop")
+
+
+def test_reachable_hub_source_is_read_through_datasets(monkeypatch):
+    import datasets
+
+    from engineers.spade import corpus as C
+
+    asked = []
+
+    def load_dataset(name, subset, split, streaming):
+        asked.append((name, subset, split, streaming))
+        return iter([{"text": f"document number {i} " * 20, "id": f"d{i}"} for i in range(50)])
+
+    monkeypatch.setattr(C, "hub_reachable", lambda timeout=3.0: (True, ""))
+    monkeypatch.setattr(datasets, "load_dataset", load_dataset)
+    source = CorpusSource(kind="hf_hub", dataset="owner/maths", subset="en", id_field="id", max_docs=7)
+    corpus = build_corpus(CorpusConfig(sources=[source]), "games", 0)
+    assert asked == [("owner/maths", "en", "train", True)]
+    assert corpus.info.documents == 7 and corpus.info.description == "configured sources: hf_hub:owner/maths/en"
+    assert C.corpus_plan(CorpusConfig(sources=[source]), "games") == "configured sources: hf_hub:owner/maths/en"
