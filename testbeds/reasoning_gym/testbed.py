@@ -86,6 +86,10 @@ class ReasoningGymTestbedConfig(BaseModel):
     """Eval items per (task, level)."""
     eval_seed: int = Field(30_000_000, ge=0)
     """Base seed of the validation suite (fixed across rounds and runs)."""
+    dedup: bool = True
+    """Keep the test suite and training free of held-out prompts (module docstring). A level with
+    too few distinct questions for that (``propositional_logic`` level 0 has 4) is an error
+    naming it; ``false`` lets its items repeat across suites and training."""
     test_seed: int = Field(35_000_000, ge=0)
     """Base seed of the test suite (what reports score on; engineers never see its results).
     Keep it ≥ 100,000 away from ``eval_seed`` and below ``TRAIN_SEED_BASE`` (40,000,000)."""
@@ -229,21 +233,23 @@ class ReasoningGymTestbed(Testbed):
 
     def _distinct(self, bucket: str, count: int, seed: int, prefix: str, exclude: frozenset[str]) -> list[Task]:
         """The bucket's first ``count`` items from ``seed`` whose prompt is not in ``exclude``."""
-        extra = max(2, count // 2) if exclude else 0
-        for _ in range(8):
+        extra = 0
+        for _ in range(10):
             items = self._items(bucket, count + extra, seed, prefix)
             kept = [t for t in items if self.canonical(t) not in exclude][:count]
             if len(kept) == count:
                 return kept
-            extra = 2 * extra + count
+            extra = 2 * extra + max(2, count - len(kept))
+        distinct = len({self.canonical(t) for t in items})
         raise ValueError(f"bucket {bucket!r} cannot give {count} items whose prompts are outside the "
-                         "held-out suites: its level has too few distinct questions")
+                         f"held-out suites: {len(items)} draws hold {distinct} distinct questions. Drop the "
+                         "task or its level (max_levels), or set testbed.dedup=false")
 
     def held_out_keys(self) -> frozenset[str]:
         """Prompts (``canonical``) of every validation and test item: what training avoids."""
         if self._held_out is None:
             self._held_out = frozenset(self.canonical(t) for suite in self.eval_suites
-                                       for t in self.eval_tasks(suite))
+                                       for t in self.eval_tasks(suite)) if self.config.dedup else frozenset()
         return self._held_out
 
     def sample(self, proposal: BaseModel, n: int, seed: int) -> list[Task]:
@@ -293,7 +299,8 @@ class ReasoningGymTestbed(Testbed):
                 tasks = [t for b in self.proposal_space.buckets
                          for t in self._items(b, n, self._bucket_seed(self.config.eval_seed, b), "eval")]
             else:
-                exclude = frozenset(self.canonical(t) for t in self.eval_tasks("validation"))
+                exclude = (frozenset(self.canonical(t) for t in self.eval_tasks("validation"))
+                           if self.config.dedup else frozenset())
                 tasks = [t for b in self.proposal_space.buckets
                          for t in self._distinct(b, n, self._bucket_seed(self.config.test_seed, b), "test", exclude)]
             self._suites[suite] = tasks

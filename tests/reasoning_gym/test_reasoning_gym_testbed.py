@@ -23,6 +23,7 @@ def test_levels_with_enum_settings_sample_and_score_their_reference_answers():
 
 
 def test_open_ended_items_have_no_reference_answer():
-    testbed = ReasoningGymTestbed(ReasoningGymTestbedConfig(tasks=["propositional_logic"], max_levels=1))
+    # level 0 has 4 distinct questions: no room for disjoint suites
+    testbed = ReasoningGymTestbed(ReasoningGymTestbedConfig(tasks=["propositional_logic"], max_levels=1, dedup=False))
     task = testbed.sample(testbed.initial_proposal(np.random.default_rng(0)), 1, seed=0)[0]
     assert task.data["answer"] is None and testbed.reference_answer(task) is None
