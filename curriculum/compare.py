@@ -460,7 +460,7 @@ def design_summary(spec: CompareSpec, configs: dict[tuple[str, int], RunConfig],
         config = next(c for (a, _), c in configs.items() if a == arm)
         arms.append({"arm": arm, "engineer": spec.engineer_of(arm), "seeds": spec.seeds_of(arm),
                      "steps_per_run": steps_per_run(config), "scored_tasks": scored_tasks(config),
-                     "overrides": spec.arm_overrides(arm)})
+                     "overrides": list(spec.design.arms[arm].set) if spec.design is not None else []})
     by_arm = {a["arm"]: a for a in arms}
     pairs = (spec.design.primary if spec.design is not None
              else [(a, b) for i, a in enumerate(spec.engineers) for b in spec.engineers[i + 1:]])
@@ -475,14 +475,16 @@ def design_summary(spec: CompareSpec, configs: dict[tuple[str, int], RunConfig],
         else:
             row["reason"] = "the testbed does not count its scored tasks"
         mdes.append(row)
-    return {"arms": arms, "primary": spec.design is not None, "pairs": mdes, "alpha": alpha, "power": power,
+    return {"arms": arms, "primary": spec.design is not None,
+            "common_overrides": list(spec.design.set) if spec.design is not None else [], "pairs": mdes, "alpha": alpha, "power": power,
             "variance": pilot.components.to_dict(), "variance_source": pilot.source,
             "problems": power_problems(spec, configs), "runs": len(configs)}
 
 
 def design_text(summary: dict[str, Any]) -> str:
     """``design_summary`` as the plain text ``--dry-run`` prints."""
-    lines = [f"design: {summary['runs']} runs"]
+    lines = [f"design: {summary['runs']} runs"
+             + (f" (every run: {' '.join(summary['common_overrides'])})" if summary["common_overrides"] else "")]
     for a in summary["arms"]:
         extra = f", overrides {' '.join(a['overrides'])}" if a["overrides"] else ""
         lines.append(f"  {a['arm']} ({a['engineer']}): {a['seeds']} seeds, "
