@@ -117,3 +117,21 @@ def test_primary_analysis_pooled_over_seeds_and_tasks_and_pilot(tmp_path):
     assert pilot.source.startswith("pilot ") and pilot.components.within_seed >= 0
     summary = design_summary(_spec(tmp_path, design), run_configs(_spec(tmp_path, design)), pilot)
     assert summary["pairs"][0]["tasks"] == 48
+
+
+def test_cli_runs_a_design_and_warns_when_underpowered(tmp_path):
+    runner = CliRunner()
+    res = runner.invoke(app, ["compare", "--trainer", "simulated", "--out", str(tmp_path / "x")])
+    assert res.exit_code != 0 and "--engineers is required without --design" in res.output
+    path = tmp_path / "design.yaml"
+    path.write_text(yaml.safe_dump({"arms": {"a": {"engineer": "random"}, "b": {"engineer": "fixed"}},
+                                    "primary": [["a", "b"]], "primary_seeds": 2}))
+    res = runner.invoke(app, ["compare", "--design", str(path), "--trainer", "simulated", "--rounds", "2",
+                              "--testbed", "mapf_frozenlake", "--out", str(tmp_path / "out")]
+                        + [x for f in FAST for x in ("--set", f)])
+    assert res.exit_code == 0, res.output
+    assert "under-powered: arm a: 2 seeds, below the 6 a primary arm needs" in " ".join(res.output.split())
+    assert "Primary comparison, pooled over seeds and tasks" in res.output
+    res = runner.invoke(app, ["compare", "--design", str(path), "--trainer", "simulated", "--out",
+                              str(tmp_path / "out"), "--pilot", str(tmp_path / "out")])
+    assert res.exit_code != 0 and "--pilot sizes the MDE of --dry-run only" in res.output
