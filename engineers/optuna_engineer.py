@@ -37,7 +37,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -60,7 +60,7 @@ class OptunaEngineerConfig(PluginConfig):
     """Selects this engineer."""
     sampler: Literal["tpe", "random", "cmaes", "gp", "qmc"] = "tpe"
     """Optuna sampler (``cmaes`` needs the ``cmaes`` package; ``gp`` and ``qmc`` need scipy)."""
-    n_startup_trials: int | Literal["auto"] = "auto"
+    n_startup_trials: Annotated[int, Field(ge=0)] | Literal["auto"] = "auto"
     """Trials sampled at random before the model-based sampler takes over (TPE, CMA-ES, GP),
     counting trial 0 (the starting config). ``auto``: sized to the run, ``startup_trials(R)`` =
     1 + ⌊(R − 1) / 2⌋ for R rounds (R − 1 asked designs: the first half random, the rest

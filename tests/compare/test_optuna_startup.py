@@ -27,3 +27,5 @@ def test_a_fixed_number_is_kept_and_reaches_the_sampler():
         assert made._n_startup_trials == 2
     with pytest.raises(ValueError):
         OptunaEngineerConfig(n_startup_trials="sometimes")
+    with pytest.raises(ValueError):
+        OptunaEngineerConfig(n_startup_trials=-1)
