@@ -19,6 +19,17 @@ numbers come from a simulation, not from a model.
 
 Per-engineer options: ``--set engineers.<name>.<key>=<value>`` applies only to that engineer's
 runs (e.g. ``engineers.optuna.sampler=random``); any other ``--set`` applies to all runs.
+
+A declared design (``CompareDesign``, ``--design FILE``) fixes the comparison before it runs:
+arms (an engineer plus overrides of its own, e.g. a ``fixed`` arm trained on the test
+distribution), the primary pairs (a, b), seeds per arm (primary and secondary), and
+``PowerThresholds`` (seeds, optimiser steps, scored tasks, a start eval) that ``compare`` warns
+about or refuses to run below. For every primary pair, ``compare.json``'s ``primary`` holds the
+paired analysis pooled over seeds and tasks on each task's final outcome (``final_task_scores``:
+``EvalReport.task_scores`` of the last round), from ``curriculum.stats.pooled_paired``: the mean
+of per-seed mean differences, a hierarchical bootstrap interval and a seed-stratified sign-flip
+p-value. ``design_summary`` (``--dry-run``) states each primary pair's minimal detectable effect
+from a pilot's variance (``pilot_variance``) or the stated binomial default.
 """
 
 from __future__ import annotations
