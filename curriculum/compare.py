@@ -21,6 +21,17 @@ numbers come from a simulation, not from a model.
 
 Per-engineer options: ``--set engineers.<name>.<key>=<value>`` applies only to that engineer's
 runs (e.g. ``engineers.optuna.sampler=random``); any other ``--set`` applies to all runs.
+
+A declared design (``CompareDesign``, ``--design FILE``) fixes the comparison before it runs:
+arms (an engineer plus overrides of its own, e.g. a ``fixed`` arm trained on the test
+distribution), the primary pairs (a, b), seeds per arm (primary and secondary), and
+``PowerThresholds`` (seeds, optimiser steps, scored tasks, a start eval) that ``compare`` warns
+about or refuses to run below. For every primary pair, ``compare.json``'s ``primary`` holds the
+paired analysis pooled over seeds and tasks on each task's final outcome (``final_task_scores``:
+``EvalReport.task_scores`` of the last round), from ``curriculum.stats.pooled_paired``: the mean
+of per-seed mean differences, a hierarchical bootstrap interval and a seed-stratified sign-flip
+p-value. ``design_summary`` (``--dry-run``) states each primary pair's minimal detectable effect
+from a pilot's variance (``pilot_variance``) or the stated binomial default.
 """
 
 from __future__ import annotations
@@ -461,7 +472,7 @@ def design_summary(spec: CompareSpec, configs: dict[tuple[str, int], RunConfig],
         config = next(c for (a, _), c in configs.items() if a == arm)
         arms.append({"arm": arm, "engineer": spec.engineer_of(arm), "seeds": spec.seeds_of(arm),
                      "steps_per_run": steps_per_run(config), "scored_tasks": scored_tasks(config),
-                     "overrides": spec.arm_overrides(arm)})
+                     "overrides": list(spec.design.arms[arm].set) if spec.design is not None else []})
     by_arm = {a["arm"]: a for a in arms}
     pairs = (spec.design.primary if spec.design is not None
              else [(a, b) for i, a in enumerate(spec.engineers) for b in spec.engineers[i + 1:]])
@@ -476,14 +487,16 @@ def design_summary(spec: CompareSpec, configs: dict[tuple[str, int], RunConfig],
         else:
             row["reason"] = "the testbed does not count its scored tasks"
         mdes.append(row)
-    return {"arms": arms, "primary": spec.design is not None, "pairs": mdes, "alpha": alpha, "power": power,
+    return {"arms": arms, "primary": spec.design is not None,
+            "common_overrides": list(spec.design.set) if spec.design is not None else [], "pairs": mdes, "alpha": alpha, "power": power,
             "variance": pilot.components.to_dict(), "variance_source": pilot.source,
             "problems": power_problems(spec, configs), "runs": len(configs)}
 
 
 def design_text(summary: dict[str, Any]) -> str:
     """``design_summary`` as the plain text ``--dry-run`` prints."""
-    lines = [f"design: {summary['runs']} runs"]
+    lines = [f"design: {summary['runs']} runs"
+             + (f" (every run: {' '.join(summary['common_overrides'])})" if summary["common_overrides"] else "")]
     for a in summary["arms"]:
         extra = f", overrides {' '.join(a['overrides'])}" if a["overrides"] else ""
         lines.append(f"  {a['arm']} ({a['engineer']}): {a['seeds']} seeds, "

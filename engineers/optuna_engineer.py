@@ -19,7 +19,12 @@ starting proposal. The objective (maximised) is, with s_r the eval score after r
   policy (``eval_before_training: true``); without a baseline T_0 is marked FAIL (no value);
 * ``score``: y_r = s_r.
 
-The last round's trial is told in ``on_round_end``. Storage: SQLite ``optuna.db`` in the run dir
+The last round's trial is told in ``on_round_end``.
+
+Start-up trials: a run of R rounds gives the engineer R − 1 designs (T_1 … T_{R−1}). The sampler
+draws at random until ``startup_trials`` trials exist (T_0 included), by default 1 + ⌊(R − 1)/2⌋,
+so at least the last half of the designs are model-based whenever R ≥ 3 (a T_0 marked FAIL does
+not count as complete, which makes one more design random). Storage: SQLite ``optuna.db`` in the run dir
 (``optuna-dashboard sqlite:///RUN/optuna.db`` opens it); without a run dir, in memory.
 Resume is idempotent: trials are keyed by round, so a re-run round whose trial is already
 complete is not told twice, and a T_{r+1} asked by an earlier attempt (the run died after
@@ -32,7 +37,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -55,9 +60,12 @@ class OptunaEngineerConfig(PluginConfig):
     """Selects this engineer."""
     sampler: Literal["tpe", "random", "cmaes", "gp", "qmc"] = "tpe"
     """Optuna sampler (``cmaes`` needs the ``cmaes`` package; ``gp`` and ``qmc`` need scipy)."""
-    n_startup_trials: int = Field(3, ge=0)
-    """Trials sampled at random before the model-based sampler takes over (TPE, CMA-ES, GP).
-    Counts trial 0 (the starting config); 3 leaves model-based trials in a run of 5–6 rounds."""
+    n_startup_trials: Annotated[int, Field(ge=0)] | Literal["auto"] = "auto"
+    """Trials sampled at random before the model-based sampler takes over (TPE, CMA-ES, GP),
+    counting trial 0 (the starting config). ``auto``: sized to the run, ``startup_trials(R)`` =
+    1 + ⌊(R − 1) / 2⌋ for R rounds (R − 1 asked designs: the first half random, the rest
+    model-based; R = 3: 2, R = 6: 3, R = 12: 6). A number ≥ 0 fixes it (a fixed 3 left a 3-round
+    run with no model-based design at all)."""
     objective: Literal["improvement", "score"] = "improvement"
     """Value told for each trial: the eval score's gain over the previous round, or the score."""
     simplex: Literal["weights", "stick_breaking"] = "weights"
@@ -176,11 +184,24 @@ def objective_value(scores: dict[int, float], round_index: int, objective: str,
     return None if previous is None else score - previous
 
 
-def make_sampler(config: OptunaEngineerConfig, seed: int) -> Any:
-    """The configured sampler, seeded."""
+def startup_trials(config: OptunaEngineerConfig, total_rounds: int | None) -> int:
+    """The sampler's random start-up trials: the configured number, or for ``auto`` with R
+    rounds 1 + ⌊(R − 1) / 2⌋ (trial 0 plus half of the R − 1 asked designs, rounded down); R
+    unknown (the study is only being opened or told): 3."""
+    if config.n_startup_trials != "auto":
+        return int(config.n_startup_trials)
+    if total_rounds is None:
+        return 3
+    if total_rounds < 1:
+        raise ValueError("a run has at least one round")
+    return 1 + (total_rounds - 1) // 2
+
+
+def make_sampler(config: OptunaEngineerConfig, seed: int, total_rounds: int | None = None) -> Any:
+    """The configured sampler, seeded; ``total_rounds`` sizes ``auto`` start-up trials."""
     import optuna
 
-    n = config.n_startup_trials
+    n = startup_trials(config, total_rounds)
     if config.sampler == "tpe":
         return optuna.samplers.TPESampler(n_startup_trials=n, seed=seed, multivariate=config.multivariate)
     if config.sampler == "random":
@@ -233,7 +254,7 @@ class OptunaEngineer(Engineer):
     def storage_url(self) -> str | None:
         return f"sqlite:///{Path(self.run_dir).resolve() / DB_FILE}" if self.run_dir else None
 
-    def _study(self, seed: int) -> Any:
+    def _study(self, seed: int, total_rounds: int | None = None) -> Any:
         import optuna
 
         optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -242,7 +263,7 @@ class OptunaEngineer(Engineer):
                              else optuna.storages.InMemoryStorage())
         return optuna.create_study(storage=self._storage, study_name=self.config.study_name,
                                    direction="maximize", load_if_exists=True,
-                                   sampler=make_sampler(self.config, seed))
+                                   sampler=make_sampler(self.config, seed, total_rounds))
 
     def on_run_start(self, testbed: Testbed, initial_proposal: BaseModel) -> None:
         from optuna.trial import TrialState
@@ -288,7 +309,7 @@ class OptunaEngineer(Engineer):
         if self._space is None:
             self._space = SearchSpace.of(ctx.testbed.proposal_space, self.config.simplex)
         space = self._space
-        study = self._study(int(ctx.rng.integers(0, 2**31 - 1)))
+        study = self._study(int(ctx.rng.integers(0, 2**31 - 1)), ctx.total_rounds)
         r = ctx.round
         self._scores.update({h.round: h.eval.score for h in ctx.history})
         given = self._trial_for(study, r)
@@ -310,6 +331,7 @@ class OptunaEngineer(Engineer):
         raw = space.to_proposal(params)
         return Design(raw=raw, notes={"trial": number, "reused_pending_trial": reused, "tell": told,
                                       "sampler": self.config.sampler, "objective": self.config.objective,
+                                      "startup_trials": startup_trials(self.config, ctx.total_rounds),
                                       "storage": self.storage_url or "memory"})
 
     def on_round_end(self, report: RoundReport) -> None:

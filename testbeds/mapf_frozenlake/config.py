@@ -33,7 +33,6 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np

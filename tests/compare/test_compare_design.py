@@ -1,0 +1,137 @@
+"""Declared comparison designs: arms, primary pairs, power checks, pooled analysis, --dry-run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from curriculum.cli import app
+from curriculum.compare import (CompareSpec, compare, design_summary, load_design, pilot_variance,
+                                power_problems, run_configs)
+from curriculum.config import ConfigError
+
+REPO = Path(__file__).resolve().parents[2]
+POWERED = REPO / "configs/compare/mapf_cpu_powered.yaml"
+FAST = ["testbed.eval_agents=[3]", "testbed.eval_instances_per_size=6", "tasks_per_round=32"]
+
+
+def _design(tmp_path, **changes):
+    data = {"arms": {"a": {"engineer": "random"}, "b": {"engineer": "fixed"},
+                     "c": {"engineer": "fixed", "set": ["testbed.eval_hole_ratio=0.1"]}},
+            "primary": [["a", "b"]], "primary_seeds": 2, "secondary_seeds": 1,
+            "thresholds": {"min_primary_seeds": 2, "min_secondary_seeds": 1, "min_test_tasks": 1}}
+    data.update(changes)
+    path = tmp_path / "design.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return load_design(path)
+
+
+def _spec(tmp_path, design, arms=None, rounds=2):
+    return CompareSpec(engineers=arms or list(design.arms), testbed="mapf_frozenlake", rounds=rounds,
+                       out=tmp_path / "out", trainer="simulated", overrides=FAST, design=design)
+
+
+def test_arms_get_their_engineer_overrides_and_seeds(tmp_path):
+    design = _design(tmp_path)
+    configs = run_configs(_spec(tmp_path, design))
+    assert sorted(configs) == [("a", 0), ("a", 1), ("b", 0), ("b", 1), ("c", 0)]
+    assert configs[("c", 0)].engineer.name == "fixed" and configs[("c", 0)].testbed.eval_hole_ratio == 0.1
+    assert configs[("b", 0)].testbed.eval_hole_ratio == 0.2
+    assert configs[("a", 1)].run_name == "a-seed1"
+
+
+def test_bad_designs_are_refused(tmp_path):
+    with pytest.raises(ConfigError, match="not among the arms"):
+        _design(tmp_path, primary=[["a", "zzz"]])
+    with pytest.raises(ConfigError, match="itself"):
+        _design(tmp_path, primary=[["a", "a"]])
+    with pytest.raises(ConfigError, match="names engineer 'nope'"):
+        _design(tmp_path, arms={"a": {"engineer": "nope"}, "b": {"engineer": "fixed"}})
+    with pytest.raises(ConfigError, match="not arms of the design"):
+        run_configs(_spec(tmp_path, _design(tmp_path), arms=["a", "zzz"]))
+
+
+def test_underpowered_designs_warn_or_refuse(tmp_path):
+    design = _design(tmp_path, thresholds={"min_primary_seeds": 6, "min_test_tasks": 144,
+                                           "min_secondary_seeds": 3})
+    spec = _spec(tmp_path, design)
+    problems = power_problems(spec, run_configs(spec))
+    assert any("arm a: 2 seeds, below the 6 a primary arm needs" in p for p in problems)
+    assert any("arm c: 1 seeds, below the 3 a secondary arm needs" in p for p in problems)
+    assert any("below 144" in p for p in problems)
+    refusing = _design(tmp_path, thresholds={"min_primary_seeds": 6, "on_underpowered": "refuse"})
+    with pytest.raises(ConfigError, match="under-powered"):
+        compare(_spec(tmp_path, refusing))
+    assert not (tmp_path / "out" / "runs").exists()  # refused before anything ran
+
+
+def test_the_shipped_powered_design_meets_its_thresholds():
+    design = load_design(POWERED)
+    assert [tuple(p) for p in design.primary] == [("checkpoint", "fixed"), ("frontier", "fixed_test")]
+    spec = CompareSpec(engineers=list(design.arms), trainer="grpo", design=design)
+    configs = run_configs(spec)
+    assert power_problems(spec, configs) == []
+    assert {design.seeds_of(a) for a in ("checkpoint", "fixed", "frontier", "fixed_test")} == {6}
+    assert {design.seeds_of(a) for a in ("random", "optuna", "learnability", "plr", "rlve")} == {3}
+    test_arm = configs[("fixed_test", 0)].testbed
+    assert {s: p.data_ratio > 0 for s, p in test_arm.initial_proposal.sizes.items() if p.data_ratio > 0} \
+        == {s: True for s in test_arm.eval_sizes}
+    assert configs[("fixed", 0)].testbed.initial_proposal == "random"
+    # Without the design, the same base config is flagged.
+    bare = CompareSpec(engineers=["fixed", "random"], trainer="grpo", seeds=3)
+    assert len(power_problems(bare, run_configs(bare))) >= 3
+
+
+def test_dry_run_prints_the_mde_and_its_variance_source(tmp_path):
+    out = CliRunner().invoke(app, ["compare", "--design", str(POWERED), "--trainer", "grpo", "--dry-run",
+                                   "--out", str(tmp_path / "x")])
+    assert out.exit_code == 0, out.output
+    assert "checkpoint - fixed: MDE = 0.0674" in out.output  # 2.8016 * sqrt(0.5 / (6 * 144))
+    assert "no pilot: the stated default" in out.output
+    assert "power thresholds: all met" in out.output
+    assert not (tmp_path / "x").exists()
+
+
+def test_primary_analysis_pooled_over_seeds_and_tasks_and_pilot(tmp_path):
+    design = _design(tmp_path)
+    result = compare(_spec(tmp_path, design))
+    assert not result.failed
+    data = json.loads((tmp_path / "out" / "compare.json").read_text())
+    rows = {(r["engineer"], r["seed"]): r for r in data["runs"]}
+    assert len(rows[("a", 0)]["task_scores"]) == 48  # every eval task (1 agent count x 8 sizes x 6), by id
+    (primary,) = data["primary"]
+    assert (primary["a"], primary["b"], primary["seeds"], primary["tasks"]) == ("a", "b", 2, 96)
+    assert 0 < primary["p_value"] <= 1
+    d = primary["difference"]
+    assert d["low"] <= d["mean"] <= d["high"]
+    diffs = [rows[("a", s)]["task_scores"][t] - rows[("b", s)]["task_scores"][t]
+             for s in (0, 1) for t in rows[("a", s)]["task_scores"]]
+    assert d["mean"] == pytest.approx(sum(diffs) / len(diffs))
+    assert "Primary comparison, pooled over seeds and tasks" in result.table_text
+    # The finished comparison is a pilot: its paired variance sizes the next design's MDE.
+    pilot = pilot_variance([tmp_path / "out"])
+    assert pilot.source.startswith("pilot ") and pilot.components.within_seed >= 0
+    summary = design_summary(_spec(tmp_path, design), run_configs(_spec(tmp_path, design)), pilot)
+    assert summary["pairs"][0]["tasks"] == 48
+
+
+def test_cli_runs_a_design_and_warns_when_underpowered(tmp_path):
+    runner = CliRunner()
+    res = runner.invoke(app, ["compare", "--trainer", "simulated", "--out", str(tmp_path / "x")])
+    assert res.exit_code != 0 and "--engineers is required without --design" in res.output
+    path = tmp_path / "design.yaml"
+    path.write_text(yaml.safe_dump({"arms": {"a": {"engineer": "random"}, "b": {"engineer": "fixed"}},
+                                    "primary": [["a", "b"]], "primary_seeds": 2}))
+    res = runner.invoke(app, ["compare", "--design", str(path), "--trainer", "simulated", "--rounds", "2",
+                              "--testbed", "mapf_frozenlake", "--out", str(tmp_path / "out")]
+                        + [x for f in FAST for x in ("--set", f)])
+    assert res.exit_code == 0, res.output
+    assert "under-powered: arm a: 2 seeds, below the 6 a primary arm needs" in " ".join(res.output.split())
+    assert "Primary comparison, pooled over seeds and tasks" in res.output
+    res = runner.invoke(app, ["compare", "--design", str(path), "--trainer", "simulated", "--out",
+                              str(tmp_path / "out"), "--pilot", str(tmp_path / "out")])
+    assert res.exit_code != 0 and "--pilot sizes the MDE of --dry-run only" in res.output
