@@ -216,6 +216,8 @@ def main() -> None:
                         help="decode steps per timed call (default: the config's budgets)")
     parser.add_argument("--agreement-prompts", type=int, default=None, help="eval prompts decoded greedily "
                         "by every engine (default: all)")
+    parser.add_argument("--agreement-tokens", type=int, default=None, help="greedy budget of the agreement "
+                        "check (default: the eval budget)")
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--agree-with", type=Path, default=None, help="a --json file of an earlier run: "
                         "greedy agreement against its first engine's tokens (engines in separate processes)")
@@ -227,6 +229,7 @@ def main() -> None:
     if args.quick:
         args.rows, args.new_tokens, args.repeats = [1, 16], args.new_tokens or 16, 1
         args.agreement_prompts = args.agreement_prompts or 8
+        args.agreement_tokens = args.agreement_tokens or 16
 
     import numpy as np
     import torch
@@ -298,7 +301,7 @@ def main() -> None:
                       f"{step / floor:7.1f}{prefill:11.2f}")
                 row["decode"].append({"workload": kind, "rows": rows, "ms_per_token": step * 1e3,
                                       "tokens_per_s": rows / step, "floor_ms": floor * 1e3, "prefill_s": prefill})
-        greedy = engine.decode(agree_prompts, budgets["eval"], 0.0, fixed=False)
+        greedy = engine.decode(agree_prompts, args.agreement_tokens or eval_budget, 0.0, fixed=False)
         if reference is None:
             reference = greedy
         same, first = agreement(reference, greedy)
