@@ -22,7 +22,7 @@ memory bandwidth (``curriculum.walltime.measure_cpu_bandwidth``) and R the measu
 
 Start-up is the engine's construction (0 for transformers: the model is already loaded); weight
 sync is one ``trainers.generation.push_weights`` (0 for transformers: it decodes the trained model
-itself). Agreement: greedy eval decoding to each engine's own stop; per engine against
+itself). Agreement: greedy eval decoding to each engine's own end of sequence; per engine against
 ``transformers-dynamic``: prompts with identical tokens and the mean position of the first
 difference.
 
