@@ -140,6 +140,8 @@ def test_grpo_step_through_trls_colocated_engine_syncs_weights(vllm_model_dir, t
         stale = engine_logprobs(engine.llm, ids)
         assert max(abs(a - b) for a, b in zip(stale, trained, strict=True)) > 0.05
         engine.sync_weights()
-        assert engine_logprobs(engine.llm, ids) == pytest.approx(trained, abs=2e-3)
+        # TRL starts the engine at vLLM's `auto` dtype (bf16 on a bf16-capable CPU): bf16 rounding.
+        tolerance = 2e-3 if engine.llm.model_config.dtype == torch.float32 else 3e-2
+        assert engine_logprobs(engine.llm, ids) == pytest.approx(trained, abs=tolerance)
     finally:
         trainer.close()
