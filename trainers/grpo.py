@@ -43,6 +43,8 @@ from trainers.generation import (
     VLLMServerPolicy,
     choose_backend,
     share_prompt_prefill,
+    sync_colocated_through_reload,
+    vllm_build,
 )
 from trainers.models import load_model, resolve_model_path
 from trainers.precision import BF16Setting, resolve_bf16
@@ -422,6 +424,9 @@ class GRPOTrainerAdapter(Trainer):
             optimizers=(self.optimizer, _constant_schedule(self.optimizer)) if self.optimizer else (None, None),
         )
         trainer.skip_zero_advantage = self.config.skip_zero_advantage
+        engine = getattr(trainer, "vllm_generation", None)
+        if getattr(engine, "llm", None) is not None and vllm_build() == "cpu":
+            sync_colocated_through_reload(engine)  # the CPU build refuses TRL's per-tensor load
         # Progress and metrics go through our reporter and metrics.jsonl, not TRL's printer.
         trainer.remove_callback(PrinterCallback)
         with completion_positions_only():
@@ -456,7 +461,13 @@ class GRPOTrainerAdapter(Trainer):
             if getattr(engine, "vllm_client", None) is not None:
                 return VLLMServerPolicy(engine.vllm_client, self.tokenizer, gen)
         if choose_backend(gen) == "vllm":
-            return VLLMPolicy(gen, model_path=self._export_for_vllm())
+            # One engine per run: started on the first eval, then handed the weights of each
+            # optimizer step's result (``push_weights``) instead of restarting (minutes on a CPU).
+            if getattr(self, "_vllm_policy", None) is None:
+                self._vllm_policy = VLLMPolicy(gen, model_path=self._export_for_vllm(), tokenizer=self.tokenizer)
+            else:
+                self._vllm_policy.push_weights(self.model)
+            return self._vllm_policy
         return TransformersPolicy(self.model, self.tokenizer, gen, bf16=self.bf16)
 
     def base_policy(self) -> Policy:
