@@ -150,11 +150,15 @@ class _Tokenizers:
         return cls.cache[key]
 
 
+COMPACT = {"whitespace_flexible": False, "item_separator": ",", "key_separator": ":"}
+"""llguidance JSON options: no whitespace anywhere, so the answer's length is the schema's bound."""
+
+
 def compile_grammar(schema: dict[str, Any]) -> str:
     """The llguidance grammar of ``schema`` (``ValueError`` with llguidance's message if invalid)."""
     import llguidance
 
-    grammar = llguidance.LLMatcher.grammar_from_json_schema(schema)
+    grammar = llguidance.LLMatcher.grammar_from_json_schema(schema, overrides=COMPACT)
     message = llguidance.LLMatcher.validate_grammar(grammar)
     if message:
         raise ValueError(f"the answer schema does not compile: {message}")
@@ -209,14 +213,14 @@ class SchemaLogitsProcessor:
 
 def _unpack(bitmask: Any, vocab: int) -> Any:
     """``(B, ceil(V/32))`` int32 bit masks → ``(B, vocab)`` bool (bit ``i % 32`` of word ``i // 32``)."""
+    import numpy as np
     import torch
 
-    bits = torch.arange(32, dtype=torch.int32)
-    expanded = (bitmask.unsqueeze(-1) >> bits) & 1  # (B, W, 32)
-    flat = expanded.reshape(bitmask.shape[0], -1).bool()  # (B, 32 W)
-    if flat.shape[1] < vocab:
-        flat = torch.cat([flat, torch.zeros(bitmask.shape[0], vocab - flat.shape[1], dtype=torch.bool)], dim=1)
-    return flat[:, :vocab]
+    words = bitmask.numpy().astype("<i4", copy=False).view(np.uint8)  # (B, 4 W), little-endian bytes
+    bits = np.unpackbits(words, axis=1, bitorder="little")[:, :vocab].astype(bool)  # (B, <= vocab)
+    if bits.shape[1] < vocab:
+        bits = np.pad(bits, ((0, 0), (0, vocab - bits.shape[1])))
+    return torch.from_numpy(bits)
 
 
 def is_transformers_policy(policy: Any) -> bool:
