@@ -104,10 +104,21 @@ def main() -> None:
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     print(f"commit {commit}; {platform.processor() or platform.machine()}, {os.cpu_count()} cores; "
           f"load {os.getloadavg()[0]:.1f}; n={args.n}, temperature={args.temperature}", flush=True)
-    records = []
-    for mode in modes:
-        config = CheckpointEngineerConfig(structured_output=mode == "constrained", temperature=args.temperature)
-        for i in range(args.n):
+    records: list[dict] = []
+    try:
+        run_calls(args, modes, policy, tokenizer, testbed, records)
+    except KeyboardInterrupt:  # Ctrl-C: report the calls made so far
+        print(f"interrupted after {len(records)} calls", flush=True)
+    summarise(modes, records)
+    if args.json:
+        args.json.write_text(json.dumps(records, indent=1))
+
+
+def run_calls(args, modes, policy, tokenizer, testbed, records: list[dict]) -> None:
+    """Each history in turn, every mode on it (paired; an interrupted run stays balanced)."""
+    for i in range(args.n):
+        for mode in modes:
+            config = CheckpointEngineerConfig(structured_output=mode == "constrained", temperature=args.temperature)
             ctx = history_context(testbed, policy, args.seed + i)
             engineer = CheckpointEngineer(config)
             started = time.perf_counter()
@@ -121,9 +132,14 @@ def main() -> None:
                    "status": d["status"]}
             records.append(rec)
             print(json.dumps(rec), flush=True)
+
+
+def summarise(modes: list[str], records: list[dict]) -> None:
     print(f"{'mode':<12}{'parsed':>8}{'usable':>8}{'tokens':>8}{'s/call':>8}{'s/token':>9}{'mask ms/token':>15}")
     for mode in modes:
         rows = [r for r in records if r["mode"] == mode]
+        if not rows:
+            continue
         tokens = sum(r["tokens"] for r in rows)
         mask = [r["mask_seconds"] for r in rows if r["mask_seconds"] is not None]
         mask_text = f"{1000 * sum(mask) / tokens:.2f}" if mask else "-"
@@ -131,8 +147,6 @@ def main() -> None:
               f"{len(rows):<2}{tokens / len(rows):>8.0f}{np.mean([r['seconds'] for r in rows]):>8.1f}"
               f"{sum(r['seconds'] for r in rows) / tokens:>9.3f}{mask_text:>15}")
     print(f"load at the end {os.getloadavg()[0]:.1f}")
-    if args.json:
-        args.json.write_text(json.dumps(records, indent=1))
 
 
 if __name__ == "__main__":
