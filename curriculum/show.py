@@ -23,21 +23,30 @@ def show_run(run_dir: Path, *, round_index: int | None, console: Console) -> Non
     rounds = run.completed_rounds()
     if round_index is None:
         table = Table(title=str(run_dir))
-        for column in ("round", "test score", "validation score", "train reward", "engineer", "changes by project"):
+        for column in ("round", "test score", "validation score", "train reward", "engineer", "answer parsed",
+                       "changes by project"):
             table.add_column(column)
         legacy = False
+        answers: list[tuple[bool, bool]] = []  # (parsed, constrained) of each model answer
         for index in rounds:
             report = run.load_round(index)
             design = report.design
             legacy = legacy or report.eval.suite is None
+            parsed = design.diagnostics.get("parsed") if design else None
+            if parsed is not None:
+                answers.append((bool(parsed), bool(design.diagnostics.get("constrained"))))
             table.add_row(str(index), "-" if report.test is None else f"{report.test.score:.4f}",
                           f"{report.eval.score:.4f}",
                           f"{report.train_metrics.get('train/mean_reward', float('nan')):.4f}",
-                          design.engineer if design else "-", str(len(design.changes)) if design else "-")
+                          design.engineer if design else "-", "-" if parsed is None else ("yes" if parsed else "no"),
+                          str(len(design.changes)) if design else "-")
         console.print(table)
         if legacy:
             console.print(f"note: this run has one eval suite ({LEGACY_SUITE}); it was written before "
                           "runs had a separate test suite, so its validation score is also its reported score")
+        if answers:
+            modes = sorted({"constrained" if c else "free text" for _, c in answers})
+            console.print(f"engineer answers parsed: {sum(p for p, _ in answers)}/{len(answers)} ({', '.join(modes)})")
         return
     if round_index not in rounds:
         raise FileNotFoundError(f"round {round_index} is not completed in {run_dir} (completed: {rounds})")
@@ -55,7 +64,12 @@ def show_run(run_dir: Path, *, round_index: int | None, console: Console) -> Non
     console.print(design.design.prompt or "(no model prompt)", markup=False, highlight=False)
     console.rule("raw output")
     console.print(design.design.output or "(no model output)", markup=False, highlight=False)
-    console.rule("parsed proposal")
+    parsed = design.diagnostics.get("parsed")
+    if parsed is None:
+        console.rule("parsed proposal")
+    else:
+        console.rule(f"parsed proposal: engineer proposed (parsed: {'yes' if parsed else 'no'}, "
+                     f"{design.diagnostics.get('decoding', 'decoding not recorded')})")
     console.print(json.dumps(design.design.raw, indent=1, default=str)[:4000], markup=False)
     console.rule("projected proposal")
     console.print(proposal_table(design.projected))

@@ -7,7 +7,8 @@ answers with reasoning followed by a JSON generator config. The controller's ``p
 then forces that config into the legal space.
 
 Submodules: ``config`` (the YAML section and the V1–V6 presets), ``context`` (the five module
-renderers), ``prompt`` (the chat messages and the output schema), ``parse`` (lenient JSON
+renderers), ``prompt`` (the chat messages and the output schema), ``constrained`` (the finite
+answer schema and llguidance-constrained decoding, on by default), ``parse`` (lenient JSON
 extraction), ``diagnostics`` (per-round edit/frontier/summary checks), ``endpoint`` (the HTTP
 client), ``engineer`` (the ``Engineer`` that ties them together).
 """

@@ -148,8 +148,18 @@ class CheckpointEngineerConfig(PluginConfig):
     """Generations tried until one contains a usable config (each retry uses a new seed and, if
     ``temperature`` is 0, temperature 0.7 so that it can differ)."""
     structured_output: bool = True
-    """Constrain decoding to the output JSON schema where the backend supports it (a vLLM
-    policy on GPU); other backends rely on lenient parsing plus ``project``."""
+    """Decode the answer under the proposal space's finite answer schema (``constrained``
+    module): a transformers policy through an llguidance logits processor, a vLLM policy through
+    vLLM's structured outputs, an endpoint through ``response_format`` when ``endpoint.json_schema``
+    is set. ``false`` is the paper-faithful ablation: free text (reasoning, then a JSON object)
+    read by lenient parsing plus ``project``."""
+    answer_reasoning_chars: int = Field(300, ge=0, le=20_000)
+    """Constrained answers: most characters of the ``reasoning`` field (written first, before
+    the config, so the model reasons before it decides)."""
+    answer_summary_chars: int = Field(200, ge=0, le=10_000)
+    """Constrained answers: most characters of the ``summary`` field."""
+    answer_decimals: int = Field(3, ge=0, le=6)
+    """Constrained answers: decimals of every share and knob (bounds the answer's length)."""
     summary_max_chars: int = Field(600, ge=0, le=10_000)
     """The carried summary (module S) is cut to this many characters."""
     edit_tolerance: float = Field(0.02, gt=0.0, le=1.0)

@@ -37,6 +37,13 @@ from curriculum.core.types import Completion, Policy, Task
 from engineers.base import DesignContext, Engineer
 from engineers.checkpoint import context as ctxmod
 from engineers.checkpoint.config import CheckpointEngineerConfig, ContextSpec
+from engineers.checkpoint.constrained import (
+    ConstrainedStats,
+    answer_schema,
+    answer_token_budget,
+    constrained_generate,
+    is_transformers_policy,
+)
 from engineers.checkpoint.diagnostics import edit_granularity, frontier_movement, summary_consistency
 from engineers.checkpoint.endpoint import EndpointError, EndpointPolicy
 from engineers.checkpoint.parse import ParsedAnswer, looks_like_proposal, parse_answer
@@ -62,6 +69,7 @@ class CheckpointEngineer(Engineer):
         self.summary: str | None = None
         self.designs = 0
         self.usable = 0
+        self.last_stats: ConstrainedStats | None = None
 
     # -- state --------------------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
@@ -132,6 +140,7 @@ class CheckpointEngineer(Engineer):
         spec = self.config.context_spec()
         messages = self.messages(ctx, spec)
         started = time.perf_counter()
+        self.last_stats = None
         outputs, parsed, decoding, failure = self._ask(ctx, messages)
         space = ctx.testbed.proposal_space
         found = parsed is not None and parsed.proposal is not None and looks_like_proposal(parsed.proposal, space)
@@ -151,7 +160,12 @@ class CheckpointEngineer(Engineer):
             "usable_output": usable, "usable_so_far": f"{self.usable}/{self.designs}",
             "parse": ({"method": parsed.method, "repairs": parsed.repairs, "candidates": parsed.candidates,
                        "error": parsed.error} if parsed else None),
+            "parsed": found,
+            "constrained": decoding.startswith(("llguidance", "vLLM structured")),
             "project_changes": len(changes),
+            "project_changed": [f"{c.path}: {c.reason}" for c in changes][:40],
+            "answer_tokens": self.last_stats.tokens if self.last_stats else None,
+            "mask_seconds": round(self.last_stats.mask_seconds, 3) if self.last_stats else None,
             **self._edit_diagnostics(ctx, raw, projected.model_dump(mode="json"), summary),
         }
         output = outputs[0] if len(outputs) == 1 else "\n".join(
@@ -200,6 +214,13 @@ class CheckpointEngineer(Engineer):
             "summary_check": summary_consistency(summary, rates, getattr(ctx.testbed, "bucket_groups", None)),
         }
 
+    def answer_schema(self, ctx: DesignContext) -> dict[str, Any]:
+        """The finite answer schema of this testbed's proposal space (``constrained.answer_schema``)."""
+        return answer_schema(ctx.testbed.proposal_space, ctx.testbed.proposal_model,
+                             reasoning_chars=self.config.answer_reasoning_chars,
+                             summary_chars=self.config.answer_summary_chars,
+                             decimals=self.config.answer_decimals)
+
     def _generate(self, policy: Policy, task: Task, ctx: DesignContext, seed: int,
                   attempt: int) -> tuple[Completion, str]:
         temperature = self.config.temperature
@@ -209,14 +230,21 @@ class CheckpointEngineer(Engineer):
                    or getattr(getattr(policy, "config", None), "engineer_max_new_tokens", None)
                    or DEFAULT_MAX_NEW_TOKENS)
         decoding = "free text + lenient parsing"
-        if self.config.structured_output and _is_vllm_policy(policy):
-            schema = output_schema(ctx.testbed.proposal_model)
-            try:
-                return (vllm_structured_generate(policy, task, schema, max_new_tokens=max_new,
-                                                 temperature=temperature, seed=seed),
-                        "vLLM structured outputs (JSON schema)")
-            except (ImportError, TypeError, AttributeError) as err:  # vLLM API differs: decode freely
-                decoding = f"free text + lenient parsing (vLLM structured outputs unavailable: {err})"
+        if self.config.structured_output and (_is_vllm_policy(policy) or is_transformers_policy(policy)):
+            schema = self.answer_schema(ctx)
+            budget = max(max_new, answer_token_budget(schema) or 0)  # never less than a complete answer needs
+            if _is_vllm_policy(policy):
+                try:
+                    return (vllm_structured_generate(policy, task, schema, max_new_tokens=budget,
+                                                     temperature=temperature, seed=seed),
+                            "vLLM structured outputs (JSON schema)")
+                except (ImportError, TypeError, AttributeError) as err:  # vLLM API differs: decode freely
+                    decoding = f"free text + lenient parsing (vLLM structured outputs unavailable: {err})"
+            else:
+                completion, stats = constrained_generate(policy, task, schema, max_new_tokens=budget,
+                                                         temperature=temperature, seed=seed)
+                self.last_stats = stats
+                return completion, "llguidance JSON schema (transformers logits processor)"
         elif isinstance(policy, EndpointPolicy) and policy.response_schema is not None:
             decoding = "endpoint response_format json_schema"
         completion = policy.generate([task], max_new_tokens=max_new, temperature=temperature, seed=seed)[0]

@@ -15,6 +15,7 @@ from curriculum.core.records import RoundReport
 from curriculum.core.types import EvalReport
 from engineers.base import DesignContext
 from engineers.checkpoint.config import CheckpointEngineerConfig
+from engineers.checkpoint.constrained import answer_token_budget
 from engineers.checkpoint.engineer import CheckpointEngineer
 from testbeds.mapf_frozenlake.config import BOUNDS, SIZES, GeneratorConfig
 from testbeds.mapf_frozenlake.testbed import MAPFTestbed
@@ -133,7 +134,9 @@ def test_vllm_policies_get_schema_constrained_decoding(monkeypatch):
     design = CheckpointEngineer(CheckpointEngineerConfig()).design(make_ctx(VLLMPolicy()))
     schema = seen["params"]["structured_outputs"].json
     assert schema["required"][:2] == ["reasoning", "summary"] and "sizes" in schema["properties"]
-    assert seen["params"]["max_tokens"] == 99
+    assert schema["properties"]["sizes"]["required"] == list(SIZES)  # the finite answer schema
+    # The policy's 99 tokens cannot hold a complete answer: the schema's bound is used instead.
+    assert seen["params"]["max_tokens"] == answer_token_budget(schema) > 99
     assert design.raw["sizes"]["5x5"]["hole_ratio"] == 0.11 and design.notes["summary"] == "s"
     assert design.notes["diagnostics"]["decoding"].startswith("vLLM structured outputs")
 
