@@ -114,8 +114,13 @@ def rank_correlation(a: Mapping[str, Sequence[float]], b: Mapping[str, Sequence[
 
 
 def finals_of(compare_json: Path) -> dict[str, list[float]]:
-    """engineer -> final scores of its complete runs, in seed order, from a ``compare.json``."""
+    """engineer -> final scores of its complete runs, in seed order, from a ``compare.json`` (or
+    from a JSON file ``{"finals": {engineer: [score per seed]}}``, for results recorded as a table)."""
     data = json.loads(Path(compare_json).read_text())
+    if "runs" not in data:
+        if not isinstance(data.get("finals"), dict):
+            raise ValueError(f"{compare_json}: neither a compare.json (runs) nor a finals file (finals)")
+        return {e: [float(v) for v in vs] for e, vs in data["finals"].items()}
     finals: dict[str, list[tuple[int, float]]] = {}
     for row in data["runs"]:
         if row.get("complete") and row.get("final_score") is not None:

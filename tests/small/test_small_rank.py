@@ -62,3 +62,8 @@ def test_only_shared_engineers_and_clear_errors(tmp_path) -> None:
         {"engineer": "x", "seed": 0, "complete": True, "final_score": 0.1},
         {"engineer": "y", "seed": 0, "complete": False, "final_score": 0.5}]}))
     assert finals_of(path) == {"x": [0.1, 0.2]}
+    path.write_text(json.dumps({"finals": {"x": [0.3, 0.4]}}))
+    assert finals_of(path) == {"x": [0.3, 0.4]}
+    path.write_text(json.dumps({"table": []}))
+    with pytest.raises(ValueError, match="neither"):
+        finals_of(path)
