@@ -349,7 +349,7 @@ def sync_colocated_through_reload(vllm_generation: Any) -> None:
         # A tied LM head is one parameter in torch, so TRL's iterator names only the embedding;
         # the in-place reload of a tied engine then restored the old head, and with it the old
         # embedding (measured: the engine's log-probs stayed up to 0.9 nats off the trainer's; with
-        # the head named too, as in the state dict, within bf16 rounding). 
+        # the head named too, as in the state dict, within bf16 rounding).
         names = {name for name, _ in weights}
         if "lm_head.weight" not in names and "model.embed_tokens.weight" in names:
             weights.append(("lm_head.weight", dict(weights)["model.embed_tokens.weight"]))
