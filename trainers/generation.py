@@ -335,18 +335,24 @@ def sync_colocated_through_reload(vllm_generation: Any) -> None:
     """Make TRL's colocated engine (``GRPOTrainer.vllm_generation``) take weights through
     ``reload_weights`` (``push_weights``) instead of per-tensor ``model.load_weights``, which the CPU
     build refuses. TRL's own iterator still names and gathers the tensors (PEFT merge included);
-    it is consumed inside the engine, in this process. Idempotent."""
+    the engine runs in this process and takes the tensors from memory. Idempotent."""
     if getattr(vllm_generation, "syncs_through_reload", False):
         return
 
     def sync_weights() -> None:
         llm = vllm_generation.llm
-        # In the engine's dtype (TRL leaves it at vLLM's `auto`: bf16 on a bf16-capable CPU). Measured:
-        # fp32 tensors handed to the in-place reload of a bf16 engine left it off the trainer's
-        # log-probs by up to 0.5 nats; cast first, it matched within bf16 rounding (< 0.01).
+        # Copies in the engine's dtype (TRL leaves it at vLLM's `auto`: bf16 on a bf16-capable CPU),
+        # taken while TRL's iterator holds them (with PEFT: merged, unmerged after the last one).
         dtype = getattr(getattr(llm, "model_config", None), "dtype", None)
-        weights = ((name, tensor.to(dtype) if dtype is not None else tensor)
-                   for name, tensor in vllm_generation._iter_named_params())
+        weights = [(name, tensor.to(dtype or tensor.dtype, copy=True))
+                   for name, tensor in vllm_generation._iter_named_params()]
+        # A tied LM head is one parameter in torch, so TRL's iterator names only the embedding;
+        # the in-place reload of a tied engine then restored the old head, and with it the old
+        # embedding (measured: the engine's log-probs stayed up to 0.9 nats off the trainer's; with
+        # the head named too, as in the state dict, within bf16 rounding).
+        names = {name for name, _ in weights}
+        if "lm_head.weight" not in names and "model.embed_tokens.weight" in names:
+            weights.append(("lm_head.weight", dict(weights)["model.embed_tokens.weight"]))
         llm.collective_rpc("reload_weights", kwargs={"weights_iterator": weights})
         llm.reset_prefix_cache()
 
