@@ -3,7 +3,7 @@
 The paper tables' rows for models nobody here trains (GPT-5.4, Grok-4.2, Gemini-3.1-Pro,
 Kimi-K2.5 on MAPF-FrozenLake) are eval-only runs: ``rounds: 0`` with ``eval_before_training``,
 so the controller evaluates ``policy()`` once (``baseline_eval.json``) and trains nothing.
-``policy()`` is ``engineers.checkpoint.endpoint.EndpointPolicy`` over ``endpoint`` (URL, model name
+``policy()`` is ``curriculum.core.endpoint.EndpointPolicy`` over ``endpoint`` (URL, model name
 and key from the config or ``CURRICULUM_ENDPOINT_URL`` / ``CURRICULUM_ENDPOINT_MODEL`` / the key
 variable, as for the checkpoint engineer's ``model: endpoint``); the run's ``model`` section only
 names the run. ``train_round`` refuses: the config is eval-only by construction (``rounds`` must
@@ -20,7 +20,7 @@ from pydantic import Field
 
 from curriculum.core.config import PluginConfig
 from curriculum.core.types import Policy, Task
-from engineers.checkpoint.config import EndpointConfig
+from curriculum.core.endpoint import EndpointConfig
 from testbeds.base import Testbed
 from trainers.base import LogFn, Trainer
 
@@ -48,7 +48,7 @@ class EndpointTrainer(Trainer):
 
     def policy(self) -> Policy:
         if self._policy is None:
-            from engineers.checkpoint.endpoint import EndpointPolicy
+            from curriculum.core.endpoint import EndpointPolicy
 
             self._policy = EndpointPolicy(self.config.endpoint)
         return self._policy

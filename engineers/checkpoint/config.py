@@ -23,6 +23,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from curriculum.core.config import PluginConfig, StrictModel
+from curriculum.core.endpoint import EndpointConfig
 
 Preset = Literal["V1", "V2", "V3", "V4", "V5", "V6"]
 TrainingVariant = Literal["bookkeeping", "full"]
@@ -89,34 +90,6 @@ class ModuleSwitches(StrictModel):
     """Training details on/off (variant from ``training_details``)."""
     history_initial_config: bool | None = None
     """Show the round-0 config inside H (V3 behaviour) or omit it (V4 behaviour)."""
-
-
-class EndpointConfig(StrictModel):
-    """An OpenAI-compatible chat endpoint (e.g. ``vllm serve``) used when ``model: endpoint``."""
-
-    url: str | None = None
-    """Base URL (``http://host:8000/v1``) or full ``.../chat/completions`` URL; default: the
-    ``CURRICULUM_ENDPOINT_URL`` environment variable."""
-    model: str | None = None
-    """Model name sent in the request; default: ``CURRICULUM_ENDPOINT_MODEL``, else ``"default"``."""
-    api_key_env: str = "CURRICULUM_ENDPOINT_API_KEY"
-    """Environment variable holding the bearer token (keys are never written to config files)."""
-    timeout_s: float = Field(120.0, gt=0.0, le=3600.0)
-    """Seconds before one HTTP request is abandoned."""
-    retries: int = Field(2, ge=0, le=10)
-    """Extra attempts after a timeout, connection error, HTTP 429 or 5xx."""
-    backoff_s: float = Field(2.0, ge=0.0, le=120.0)
-    """Wait before retry i is ``backoff_s * 2**i`` seconds."""
-    json_schema: bool = False
-    """Send ``response_format={"type": "json_schema", ...}`` (vLLM and OpenAI support it); on an
-    HTTP 400 the request is retried once without it."""
-
-    @field_validator("url")
-    @classmethod
-    def _url(cls, value: str | None) -> str | None:
-        if value is not None and not value.startswith(("http://", "https://")):
-            raise ValueError("must start with http:// or https://")
-        return value
 
 
 class CheckpointEngineerConfig(PluginConfig):

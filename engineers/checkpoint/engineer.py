@@ -45,7 +45,7 @@ from engineers.checkpoint.constrained import (
     is_transformers_policy,
 )
 from engineers.checkpoint.diagnostics import edit_granularity, frontier_movement, summary_consistency
-from engineers.checkpoint.endpoint import EndpointError, EndpointPolicy
+from curriculum.core.endpoint import EndpointError, EndpointPolicy
 from engineers.checkpoint.parse import ParsedAnswer, looks_like_proposal, parse_answer
 from engineers.checkpoint.prompt import build_messages, output_schema, prompt_text, rounded_example
 from testbeds.buckets import groups_of

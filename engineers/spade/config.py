@@ -14,7 +14,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from curriculum.core.config import PluginConfig
-from engineers.checkpoint.config import EndpointConfig
+from curriculum.core.endpoint import EndpointConfig
 from testbeds.sandbox import SandboxConfig
 
 GAME_SKILLS = (

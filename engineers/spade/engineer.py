@@ -5,7 +5,7 @@ sandbox, remembered and measured for diversity; the proposal is the resulting en
 trainer's plays) in the memory, then makes ``designs_per_round`` design calls
 (``Designer.propose``) with the policy (``designer: policy``) or the frozen base model
 (``designer: base``, the frozen-designer ablation) or an external model (``designer: endpoint``,
-``engineers.checkpoint.endpoint.EndpointPolicy``: the frozen external designer); the designs of
+``curriculum.core.endpoint.EndpointPolicy``: the frozen external designer); the designs of
 both frozen designers are marked ``trainable: false``,
 so the trainer plays and scores them but never trains the shared policy on them), admits them (``Designer.admit_all``), appends the round's ``RoundSummary``
 to ``<run_dir>/spade_rounds.jsonl``, saves the pool to ``<run_dir>/spade_pool.jsonl``, and
@@ -110,7 +110,7 @@ class SpadeEngineer(Engineer):
     def _policy(self, ctx: DesignContext) -> Policy:
         if self.config.designer == "endpoint":
             if self._endpoint is None:
-                from engineers.checkpoint.endpoint import EndpointPolicy
+                from curriculum.core.endpoint import EndpointPolicy
 
                 self._endpoint = EndpointPolicy(self.config.endpoint)
             return self._endpoint

@@ -14,7 +14,7 @@ from curriculum.core.records import RoundReport
 from curriculum.core.types import EvalReport, Task
 from engineers.base import DesignContext
 from engineers.checkpoint.config import CheckpointEngineerConfig, EndpointConfig
-from engineers.checkpoint.endpoint import EndpointError, EndpointPolicy, chat_url, resolve_endpoint
+from curriculum.core.endpoint import EndpointError, EndpointPolicy, chat_url, resolve_endpoint
 from engineers.checkpoint.engineer import CheckpointEngineer
 from testbeds.mapf_frozenlake.config import GeneratorConfig
 from testbeds.mapf_frozenlake.testbed import MAPFTestbed

@@ -187,7 +187,7 @@ def test_spade_designs_parse_without_raising(text):
 @settings(max_examples=100, deadline=None)
 @given(reply=json_values)
 def test_endpoint_replies(reply):
-    from engineers.checkpoint.endpoint import EndpointError, _completion
+    from curriculum.core.endpoint import EndpointError, _completion
 
     try:
         completion = _completion(reply, "http://endpoint")

@@ -16,7 +16,7 @@ def test_endpoint_designer_config():
 
 
 def test_endpoint_designer_asks_the_endpoint(monkeypatch, tmp_path):
-    from engineers.checkpoint.endpoint import EndpointPolicy
+    from curriculum.core.endpoint import EndpointPolicy
     from engineers.spade.engineer import SpadeEngineer
 
     monkeypatch.setenv("CURRICULUM_ENDPOINT_URL", "http://localhost:9")

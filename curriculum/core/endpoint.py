@@ -23,8 +23,39 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import Field, field_validator
+
+from curriculum.core.config import StrictModel
 from curriculum.core.types import Completion, Task
-from engineers.checkpoint.config import EndpointConfig
+
+
+class EndpointConfig(StrictModel):
+    """An OpenAI-compatible chat endpoint (e.g. ``vllm serve``) used when ``model: endpoint``."""
+
+    url: str | None = None
+    """Base URL (``http://host:8000/v1``) or full ``.../chat/completions`` URL; default: the
+    ``CURRICULUM_ENDPOINT_URL`` environment variable."""
+    model: str | None = None
+    """Model name sent in the request; default: ``CURRICULUM_ENDPOINT_MODEL``, else ``"default"``."""
+    api_key_env: str = "CURRICULUM_ENDPOINT_API_KEY"
+    """Environment variable holding the bearer token (keys are never written to config files)."""
+    timeout_s: float = Field(120.0, gt=0.0, le=3600.0)
+    """Seconds before one HTTP request is abandoned."""
+    retries: int = Field(2, ge=0, le=10)
+    """Extra attempts after a timeout, connection error, HTTP 429 or 5xx."""
+    backoff_s: float = Field(2.0, ge=0.0, le=120.0)
+    """Wait before retry i is ``backoff_s * 2**i`` seconds."""
+    json_schema: bool = False
+    """Send ``response_format={"type": "json_schema", ...}`` (vLLM and OpenAI support it); on an
+    HTTP 400 the request is retried once without it."""
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError("must start with http:// or https://")
+        return value
+
 
 URL_ENV = "CURRICULUM_ENDPOINT_URL"
 MODEL_ENV = "CURRICULUM_ENDPOINT_MODEL"
