@@ -251,6 +251,8 @@ def test_entry_points_register_both_plugins(site):
     assert out["engineer"] == ["addition-plugin", ["buckets"], "EasiestUnsolved",
                                "Focus on the easiest bucket the last eval did not solve."]
     assert {"fixed", "random", "frontier", "easiest_unsolved"} <= set(out["for_addition"])
+    listed = _run(site, ["-c", "from curriculum.cli import main; main()", "list"]).stdout
+    assert "addition" in listed and "easiest_unsolved" in listed
 
 
 def test_the_plugins_pass_the_shared_contract_suites(site):
@@ -289,3 +291,65 @@ def test_compare_runs_the_plugins(site, tmp_path):
     state = json.loads((rounds / "round_001" / "checkpoint" / "simulated_state.json").read_text())
     assert sorted(state["competence"]) == ["d1", "d2", "d3", "d4"]  # the learner tracked the plugin's buckets
     assert _git_status() == before
+
+
+def _point(name: str, load, value: str = "pkg.mod:Thing"):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(name=name, value=value, load=load, dist=SimpleNamespace(name="some-dist"))
+
+
+def _registry_with(monkeypatch, kind: str, point):
+    from curriculum import registry as reg
+
+    monkeypatch.setattr(reg.metadata, "entry_points", lambda group: [point] if group == f"curriculum.{kind}s" else [])
+    return reg.Registry(kind)
+
+
+def test_a_class_missing_its_declarations_is_refused_naming_the_entry_point(monkeypatch):
+    from curriculum.core.config import PluginConfig
+    from curriculum.registry import PluginError
+    from engineers.base import Engineer
+
+    class Bare(Engineer):
+        config_class = PluginConfig
+
+        def design(self, ctx):  # pragma: no cover - never called
+            raise AssertionError
+
+    registry = _registry_with(monkeypatch, "engineer", _point("bare", lambda: Bare))
+    with pytest.raises(PluginError, match=r"entry point bare = 'pkg.mod:Thing' \(curriculum.engineers, from "
+                                          r"some-dist\): the class must declare fits"):
+        registry.names()
+
+
+def test_an_entry_point_that_cannot_load_names_its_distribution(monkeypatch):
+    from curriculum.registry import PluginError
+
+    def broken():
+        raise ModuleNotFoundError("No module named 'pkg'")
+
+    registry = _registry_with(monkeypatch, "testbed", _point("gone", broken))
+    with pytest.raises(PluginError, match=r"gone = 'pkg.mod:Thing' .*from some-dist\) cannot be loaded: "
+                                          r"ModuleNotFoundError"):
+        registry.get("gone")
+
+
+def test_a_declared_class_registers_with_its_docstring_and_checks_its_declarations(monkeypatch):
+    from curriculum.core.config import PluginConfig
+    from curriculum.registry import PluginError
+    from engineers.fixed import FixedEngineer
+
+    class Declared(FixedEngineer):
+        """First line is the description.
+
+        More text."""
+
+        config_class = PluginConfig
+        fits = "buckets"
+
+    entry = _registry_with(monkeypatch, "engineer", _point("declared", lambda: Declared)).get("declared")
+    assert (entry.fits, entry.description, entry.source) == (("buckets",), "First line is the description.", "some-dist")
+    Declared.fits = ("tables",)
+    with pytest.raises(PluginError, match="must declare fits= some of"):
+        _registry_with(monkeypatch, "engineer", _point("declared", lambda: Declared)).names()
