@@ -19,16 +19,25 @@ registered name, a class ``name`` attribute (optional) agrees, a testbed's ``pro
 the declared kind. A failure is a ``PluginError`` that names the plugin and the fix, before any
 round runs.
 
-**Third-party plugins** register through Python entry points, without editing this file: in the
-plugin package's ``pyproject.toml``::
+**Third-party plugins** register through Python entry points, without editing this file. Groups:
+``curriculum.testbeds``, ``curriculum.engineers``, ``curriculum.trainers``; the entry point's name
+is the plugin's name (written once: its config may keep ``PluginConfig``'s plain ``name: str``).
+The entry point names either
 
-    [project.entry-points."curriculum.engineers"]
-    mine = "my_pkg.plugin:ENGINEER"
+* the plugin **class**, which declares what it fits on itself (``CLASS_DECLARATIONS``):
+  ``config_class`` (its pydantic config class), ``description`` (default: the docstring's first
+  line), and ``task_kinds`` (a testbed; its ``offers`` is its ``proposal_space.kind``), ``fits``
+  (an engineer) or ``trains_on`` (a trainer)::
 
-where ``my_pkg/plugin.py`` (keep it light: no torch at import) holds a mapping with the
-``register`` arguments, e.g. ``ENGINEER = {"target": "my_pkg.engineer:Mine", "config":
-"my_pkg.engineer:MineConfig", "description": "...", "fits": ["buckets"]}``. Groups:
-``curriculum.testbeds``, ``curriculum.engineers``, ``curriculum.trainers``.
+      [project.entry-points."curriculum.engineers"]
+      mine = "my_pkg.engineer:Mine"
+
+* or a **mapping** of ``register`` arguments in a light module (no torch at import), e.g.
+  ``ENGINEER = {"target": "my_pkg.engineer:Mine", "config": "my_pkg.engineer:MineConfig",
+  "description": "...", "fits": ["buckets"]}`` for ``mine = "my_pkg.plugin:ENGINEER"``.
+
+A shipped name wins over an entry point of the same name. An entry point that cannot be loaded
+or declares too little is a ``PluginError`` naming it, its distribution and the fix.
 """
 
 from __future__ import annotations
@@ -181,12 +190,22 @@ class Registry:
         for point in metadata.entry_points(group=self.group):
             if point.name in self._entries:
                 continue  # a shipped name wins; the entry point is ignored
-            spec = point.load()
-            if not isinstance(spec, Mapping):
-                raise PluginError(f"entry point {point.value!r} ({self.group}) must name a mapping of "
-                                  "register() arguments (see curriculum.registry)")
             dist = getattr(point, "dist", None)
-            self.register(point.name, source=getattr(dist, "name", None) or point.value, **dict(spec))
+            source = getattr(dist, "name", None) or point.value
+            where = f"entry point {point.name} = {point.value!r} ({self.group}, from {source})"
+            try:
+                spec = point.load()
+            except Exception as err:  # noqa: BLE001 - one broken package must say so, not hide the others
+                raise PluginError(f"{where} cannot be loaded: {type(err).__name__}: {err}") from err
+            if inspect.isclass(spec):
+                spec = declared(self.kind, spec, where)
+            elif not isinstance(spec, Mapping):
+                raise PluginError(f"{where} must name the plugin class or a mapping of register() "
+                                  "arguments (see curriculum.registry)")
+            try:
+                self.register(point.name, source=source, **dict(spec))
+            except (TypeError, ValueError) as err:
+                raise PluginError(f"{where}: {err}") from None
 
     def get(self, name: str) -> Entry:
         self._discover()
@@ -210,6 +229,47 @@ class Registry:
     def __contains__(self, name: object) -> bool:
         self._discover()
         return name in self._entries
+
+
+CLASS_DECLARATIONS: dict[str, tuple[str, ...]] = {
+    "testbed": ("config_class", "task_kinds"),
+    "engineer": ("config_class", "fits"),
+    "trainer": ("config_class", "trains_on"),
+}
+"""What a plugin class named by an entry point declares on itself (module docstring); every kind
+may also set ``description`` (default: its docstring's first line)."""
+
+
+def _path(obj: Any) -> str:
+    return f"{obj.__module__}:{obj.__qualname__}"
+
+
+def _names(value: Any) -> tuple[str, ...]:
+    return (value,) if isinstance(value, str) else tuple(value)
+
+
+def declared(kind: str, cls: type, where: str = "") -> dict[str, Any]:
+    """The ``register`` arguments a plugin class declares on itself (``CLASS_DECLARATIONS``)."""
+    where = where or f"{kind} class {_path(cls)}"
+    missing = [a for a in CLASS_DECLARATIONS[kind] if getattr(cls, a, None) is None]
+    if missing:
+        raise PluginError(f"{where}: the class must declare {', '.join(missing)} (see "
+                          "curriculum.registry.CLASS_DECLARATIONS)")
+    config = cls.config_class
+    if not inspect.isclass(config):
+        raise PluginError(f"{where}: config_class must be the config class itself, got {config!r}")
+    description = getattr(cls, "description", None)
+    if not isinstance(description, str):
+        description = next(iter((inspect.getdoc(cls) or "").strip().splitlines()), "")
+    spec: dict[str, Any] = {"target": _path(cls), "config": _path(config), "description": description}
+    if kind == "testbed":
+        spec |= {"offers": getattr(getattr(cls, "proposal_space", None), "kind", None),
+                 "tasks": _names(cls.task_kinds)}
+    elif kind == "engineer":
+        spec["fits"] = _names(cls.fits)
+    else:
+        spec["trains_on"] = cls.trains_on
+    return spec
 
 
 def _check_declarations(entry: Entry) -> None:

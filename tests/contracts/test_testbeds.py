@@ -1,4 +1,7 @@
-"""One suite every registered testbed passes: deterministic sampling, legal projection, state round trip."""
+"""One suite every registered testbed passes: deterministic sampling, legal projection, state round trip.
+
+It runs on every shipped testbed and on every one an installed package registers through an
+entry point (test doubles that other suites register are not plugins)."""
 
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ import pytest
 from curriculum.config import load_config
 from curriculum.core.types import Completion
 from curriculum.loop import build_testbed
-from curriculum.registry import SHIPPED
+from curriculum.registry import SHIPPED, TESTBEDS
 
 
 # Settings that give each testbed a non-empty starting proposal to sample from.
@@ -21,7 +24,10 @@ def _build(name: str):
     return build_testbed(load_config(None, [f"testbed.name={name}", *NON_EMPTY.get(name, [])]))
 
 
-@pytest.fixture(params=SHIPPED["testbed"])
+TESTBED_NAMES = [t.name for t in TESTBEDS.entries() if t.name in SHIPPED["testbed"] or t.source != "curriculum"]
+
+
+@pytest.fixture(params=TESTBED_NAMES)
 def testbed(request):
     return _build(request.param)
 
