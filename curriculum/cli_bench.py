@@ -50,13 +50,24 @@ def register(app: typer.Typer) -> None:
         pilot: Annotated[list[Path], typer.Option(
             help="With --dry-run: a finished compare dir or per-run eval JSON whose variance sizes the "
                  "MDE (default: a stated binomial variance).")] = [],
+        report: Annotated[Optional[Path], typer.Option(
+            help="Run nothing: render the tables of a finished comparison from its compare.json (a "
+                 "compare --out dir, or a committed copy such as docs/results/<name>).")] = None,
     ) -> None:
         """Benchmark engineers under identical seeds, budget, eval suites and starting config."""
         from curriculum.compare import (CompareSpec, compare as run_compare, design_summary, design_text,
-                                        load_design, pilot_variance, results_table, run_configs)
+                                        load_compare_data, load_design, pilot_variance, results_table,
+                                        run_configs, table_text_of)
         from curriculum.config import ConfigError
         from curriculum.registry import UnknownName
 
+        if report is not None:
+            try:
+                data = load_compare_data(report)
+            except (FileNotFoundError, ValueError) as err:
+                _fail(str(err))
+            console.print(table_text_of(data), markup=False, highlight=False, soft_wrap=True, end="")
+            return
         try:
             declared = load_design(design) if design is not None else None
         except ConfigError as err:

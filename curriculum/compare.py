@@ -955,6 +955,33 @@ def draw_plots(data: dict[str, Any], summaries: dict[tuple[str, int], RunSummary
     ]
 
 
+def table_text_of(data: dict[str, Any]) -> str:
+    """The results tables as plain text, 120 columns wide: ``table.txt``, and what ``compare
+    --report`` prints, so the two are identical for the same ``compare.json``."""
+    from rich.console import Console
+
+    recorder = Console(record=True, width=120, file=io.StringIO())
+    recorder.print(results_table(data))
+    return recorder.export_text()
+
+
+def load_compare_data(path: str | Path) -> dict[str, Any]:
+    """``compare.json`` of a finished comparison (``path`` is its directory or the file itself):
+    everything ``results_table`` renders, so a committed copy re-renders without rerunning."""
+    path = Path(path)
+    file = path / "compare.json" if path.is_dir() else path
+    if not file.is_file():
+        raise FileNotFoundError(f"{file}: no compare.json here (pass a `compare --out` directory or its compare.json)")
+    try:
+        data = json.loads(file.read_text())
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{file}: not valid JSON ({err})") from err
+    missing = [key for key in ("engineers", "summary", "pairwise") if key not in data]
+    if not isinstance(data, dict) or missing:
+        raise ValueError(f"{file}: not a compare.json (missing {', '.join(missing) or 'an object'})")
+    return data
+
+
 def compare(spec: CompareSpec, progress: Any = None, warn: Callable[[str], None] | None = None) -> CompareResult:
     """Run (or reuse) every run of ``spec`` and write ``compare.json``, the table and the plots.
     The design's power shortfalls (``power_problems``) go to ``warn`` before anything runs, or
@@ -983,10 +1010,6 @@ def compare(spec: CompareSpec, progress: Any = None, warn: Callable[[str], None]
     data["plots"] = [str(p) for p in plots]
     data["wall_s"] = round(time.perf_counter() - start, 2)
     write_json(out / "compare.json", data)
-    from rich.console import Console
-
-    recorder = Console(record=True, width=120, file=io.StringIO())
-    recorder.print(results_table(data))
-    table_text = recorder.export_text()
+    table_text = table_text_of(data)
     (out / "table.txt").write_text(table_text)
     return CompareResult(data=data, outcomes=outcomes, table_text=table_text, plots=plots)

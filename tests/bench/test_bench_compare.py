@@ -171,6 +171,16 @@ def test_cli_compare_and_report(tmp_path):
     assert report_run(run_dir) == paths
     res = runner.invoke(app, ["report", str(tmp_path / "missing")])
     assert res.exit_code != 0
+    # A finished comparison re-renders from its compare.json alone (what docs/results/ commits).
+    copy = tmp_path / "committed"
+    copy.mkdir()
+    (copy / "compare.json").write_text((tmp_path / "compare.json").read_text())
+    res = runner.invoke(app, ["compare", "--report", str(copy)])
+    assert res.exit_code == 0, res.output
+    assert "frontier" in res.output and "SIMULATED LEARNER" in res.output
+    assert res.output == (tmp_path / "table.txt").read_text()
+    res = runner.invoke(app, ["compare", "--report", str(tmp_path / "missing")])
+    assert res.exit_code != 0 and "no compare.json" in res.output
     # A later seed alone (another machine's share), then both gathered: the seed-0 run is reused.
     res = runner.invoke(app, ["compare", "--engineers", "frontier", "--trainer", "simulated", "--seeds", "1",
                               "--first-seed", "1", "--rounds", "2", "--out", str(tmp_path)]
