@@ -64,7 +64,8 @@ class Preset:
 
 PRESETS: tuple[Preset, ...] = (
     Preset("mapf_checkpoint_cpu_demo.yaml", "mapf_frozenlake", "cpu", trainer="grpo", engineer="checkpoint",
-           summary="embedded 135M model, GRPO, the policy as its engineer (context V6)"),
+           summary="embedded 135M model, the demo's learning recipe (cached warm start, GRPO), the policy as its "
+                   "engineer (context V6, schema-constrained answers)"),
     Preset("mapf_qwen3_4b.yaml", "mapf_frozenlake", "gpu", trainer="grpo", engineer="checkpoint",
            summary="the paper's method: Qwen3-4B, 3 epochs per round, context V6"),
     Preset("mapf_simulated.yaml", "mapf_frozenlake", "any", trainer="simulated",

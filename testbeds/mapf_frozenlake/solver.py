@@ -191,6 +191,11 @@ class _Cons:
                      max(self.goal_block, t) if v == goal else self.goal_block, max(self.max_t, t),
                      self.perm)
 
+    def add_finish_after(self, t: int) -> _Cons:
+        """The agent's final arrival at its goal is after ``t`` (it may still pass its goal at
+        ``t``): the resting agent's side of a target-reasoning split."""
+        return _Cons(self.vertex, self.edge, max(self.goal_block, t), max(self.max_t, t), self.perm)
+
     def add_edge(self, u: int, v: int, t: int) -> _Cons:
         return _Cons(self.vertex, self.edge | {(u, v, t)}, self.goal_block, max(self.max_t, t),
                      self.perm)
@@ -515,13 +520,15 @@ class _CBS:
         i, j, kind, t, a, b = conflict
         ci, cj = node.cons[i], node.cons[j]
         if kind == "v":
-            # target reasoning: j rests on its goal a at time t while i passes. Either j's
-            # final arrival is after t (vertex constraint on j at its goal, as usual), or j
-            # is on a from t on, so i may never be on a at or after t.
+            # target reasoning: j rests on its goal a at time t while i passes. In any plan
+            # either j's final arrival is after t, or j is on a from t on and i may never be
+            # on a at or after t. Only the arrival is constrained on j's side: a vertex
+            # constraint there would also forbid plans in which j passes a at t and finishes
+            # later, which neither child would then contain (a suboptimal solve).
             if a == self.goals[j] and t >= len(node.paths[j]) - 1:
-                return ci.add_perm(a, t), cj.add_vertex(a, t, self.goals[j])
+                return ci.add_perm(a, t), cj.add_finish_after(t)
             if a == self.goals[i] and t >= len(node.paths[i]) - 1:
-                return ci.add_vertex(a, t, self.goals[i]), cj.add_perm(a, t)
+                return ci.add_finish_after(t), cj.add_perm(a, t)
         if self.use_corridors:
             corridor = self._corridor_split(node, conflict)
             if corridor is not None:

@@ -38,7 +38,8 @@ def test_spade_alone_means_the_pool_testbed_and_the_selfplay_trainer_with_a_cpu_
 def test_checkpoint_on_mapf_gets_the_checkpoint_cpu_preset_on_cpu_and_the_paper_on_gpu():
     code, out = _dry_run("--engineer", "checkpoint", "--testbed", "mapf_frozenlake", "--machine", "cpu")
     assert code == 0, out
-    assert "preset: configs/mapf_checkpoint_cpu_demo.yaml" in out and "optimizer steps per round: 1 " in out
+    assert "preset: configs/mapf_checkpoint_cpu_demo.yaml" in out and "optimizer steps per round: 2 " in out
+    assert "(max 128 per sample)" in out and "structured_output: true" in out  # the demo recipe, answers constrained
     code, out = _dry_run("--engineer", "checkpoint", "--testbed", "mapf_frozenlake", "--machine", "gpu")
     assert code == 0, out
     assert "preset: configs/mapf_qwen3_4b.yaml" in out and "Qwen/Qwen3-4B" in out

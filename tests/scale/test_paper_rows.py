@@ -140,5 +140,8 @@ def test_an_eval_only_endpoint_run_scores_the_endpoint(monkeypatch, tmp_path):
     result = run(config)
     assert result.history == [] and not list((result.run_dir / "rounds").glob("round_*"))
     baseline = json.loads((result.run_dir / "baseline_eval.json").read_text())
-    assert len(prompts) == 8 and all("Agent 1 starts at" in p for p in prompts)  # 8 sizes x 1 instance
-    assert baseline["score"] == 0.0  # a one-agent, one-cell answer is never a valid 3-agent plan
+    test = json.loads((result.run_dir / "baseline_test_eval.json").read_text())
+    # 8 sizes x 1 instance on each suite (validation, then test), each prompt once
+    assert len(prompts) == 16 and len(set(prompts)) == 16 and all("Agent 1 starts at" in p for p in prompts)
+    assert baseline["suite"] == "validation" and test["suite"] == "test"
+    assert baseline["score"] == test["score"] == 0.0  # a one-agent, one-cell answer is never a valid 3-agent plan
