@@ -17,26 +17,12 @@ import pytest
 from typer.testing import CliRunner
 
 from curriculum.cli import app
-from curriculum.config import load_config
 from curriculum.loop import run
 from curriculum.rundir import RunDir
+from test_rundir_integrity import _config, finished  # noqa: F401  (the same simulated run and its fixture)
 
 runner = CliRunner()
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _config(out: Path, rounds: int = 3, **extra):
-    sets = {"trainer.name": "simulated", "testbed.eval_agents": "[2]",
-            "testbed.eval_instances_per_size": 1, "testbed.eval_samples": 1,
-            "tasks_per_round": 8, "rounds": rounds, "output_dir": str(out), "run_name": "run"}
-    sets.update(extra)
-    return load_config(None, [f"{k}={v}" for k, v in sets.items()])
-
-
-@pytest.fixture
-def finished(tmp_path, monkeypatch):
-    monkeypatch.setenv("CURRICULUM_CACHE", str(tmp_path / "cache"))
-    return RunDir.open(run(_config(tmp_path / "runs")).run_dir)
 
 
 def _invoke(*args: str):

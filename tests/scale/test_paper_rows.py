@@ -75,18 +75,15 @@ def test_endpoint_trainer_refuses_training_rounds():
         validate_config({**data, "eval_before_training": False})
 
 
-def test_endpoint_trainer_scores_an_endpoint(monkeypatch):
-    """The eval-only run's policy is the endpoint: a scripted HTTP answer comes back as the completion."""
+def _fake_endpoint(monkeypatch, content: str, completion_tokens: int | None = None) -> list[dict]:
+    """Answer every chat request with ``content`` (no network); returns the list the request
+    bodies are appended to."""
     import io
     import json
     import urllib.request
 
-    from curriculum.core.types import Task
-    from trainers.endpoint import EndpointTrainer
-
-    config = load_config(ROOT / "configs" / "mapf_endpoint_kimi_k2_5.yaml")
     monkeypatch.setenv("CURRICULUM_ENDPOINT_URL", "http://localhost:9/v1")
-    sent = []
+    sent: list[dict] = []
 
     class Reply(io.BytesIO):
         def __enter__(self):
@@ -97,10 +94,22 @@ def test_endpoint_trainer_scores_an_endpoint(monkeypatch):
 
     def urlopen(request, timeout):
         sent.append(json.loads(request.data))
-        return Reply(json.dumps({"choices": [{"message": {"content": "Agent 1: (0,0)"}}],
-                                 "usage": {"completion_tokens": 7}}).encode())
+        body = {"choices": [{"message": {"content": content}}]}
+        if completion_tokens is not None:
+            body["usage"] = {"completion_tokens": completion_tokens}
+        return Reply(json.dumps(body).encode())
 
     monkeypatch.setattr(urllib.request, "urlopen", urlopen)
+    return sent
+
+
+def test_endpoint_trainer_scores_an_endpoint(monkeypatch):
+    """The eval-only run's policy is the endpoint: a scripted HTTP answer comes back as the completion."""
+    from curriculum.core.types import Task
+    from trainers.endpoint import EndpointTrainer
+
+    config = load_config(ROOT / "configs" / "mapf_endpoint_kimi_k2_5.yaml")
+    sent = _fake_endpoint(monkeypatch, "Agent 1: (0,0)", completion_tokens=7)
     trainer = EndpointTrainer(config, testbed=None)
     trainer.setup(None)
     out = trainer.policy().generate([Task(id="t", messages=[{"role": "user", "content": "plan"}])],
@@ -112,9 +121,7 @@ def test_endpoint_trainer_scores_an_endpoint(monkeypatch):
 def test_an_eval_only_endpoint_run_scores_the_endpoint(monkeypatch, tmp_path):
     """``rounds: 0`` + the endpoint trainer through the controller: the baseline eval asks the
     endpoint every eval prompt, nothing is trained, no round is written."""
-    import io
     import json
-    import urllib.request
 
     from curriculum.loop import run
     from testbeds.mapf_frozenlake.parse import format_plan
@@ -122,22 +129,9 @@ def test_an_eval_only_endpoint_run_scores_the_endpoint(monkeypatch, tmp_path):
     config = load_config(ROOT / "configs" / "mapf_endpoint_gpt_5_4.yaml",
                          ["testbed.eval_agents=[3]", "testbed.eval_instances_per_size=1",
                           f"output_dir={tmp_path}", "run_name=eval-only"])
-    monkeypatch.setenv("CURRICULUM_ENDPOINT_URL", "http://localhost:9/v1")
-    prompts = []
-
-    class Reply(io.BytesIO):
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *exc):
-            return False
-
-    def urlopen(request, timeout):
-        prompts.append(json.loads(request.data)["messages"][-1]["content"])
-        return Reply(json.dumps({"choices": [{"message": {"content": format_plan([[(0, 0)]])}}]}).encode())
-
-    monkeypatch.setattr(urllib.request, "urlopen", urlopen)
+    sent = _fake_endpoint(monkeypatch, format_plan([[(0, 0)]]))
     result = run(config)
+    prompts = [request["messages"][-1]["content"] for request in sent]
     assert result.history == [] and not list((result.run_dir / "rounds").glob("round_*"))
     baseline = json.loads((result.run_dir / "baseline_eval.json").read_text())
     test = json.loads((result.run_dir / "baseline_test_eval.json").read_text())
