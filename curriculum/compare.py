@@ -445,7 +445,7 @@ def _compare_dir_scores(path: Path) -> dict[tuple[str, int], dict[str, float]]:
     out: dict[tuple[str, int], dict[str, float]] = {}
     summary = path / "compare.json"
     if summary.is_file():
-        for row in json.loads(summary.read_text()).get("runs", []):
+        for row in load_compare_data(summary).get("runs", []):
             if row.get("task_scores"):
                 out[(row["engineer"], int(row["seed"]))] = {str(k): float(v) for k, v in row["task_scores"].items()}
     if not out and (path / "runs").is_dir():
