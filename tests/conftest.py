@@ -12,9 +12,10 @@ from pathlib import Path  # noqa: E402
 import pytest  # noqa: E402
 
 
-@pytest.fixture(scope="session")
-def tiny_model_dir(tmp_path_factory) -> Path:
-    """A 2-layer Llama (hidden 64) saved with the embedded model's tokenizer and chat template."""
+def save_tiny_llama(path: Path, *, hidden_size: int = 64, intermediate_size: int = 128,
+                    num_attention_heads: int = 4, num_key_value_heads: int = 2) -> Path:
+    """A 2-layer random-init Llama (seed 0) saved at ``path`` with the embedded model's tokenizer
+    and chat template."""
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
@@ -22,14 +23,25 @@ def tiny_model_dir(tmp_path_factory) -> Path:
 
     tokenizer = load_tokenizer(str(embedded_model_dir()))
     config = LlamaConfig(
-        vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=2048,
+        vocab_size=len(tokenizer), hidden_size=hidden_size, intermediate_size=intermediate_size,
+        num_hidden_layers=2, num_attention_heads=num_attention_heads,
+        num_key_value_heads=num_key_value_heads, max_position_embeddings=2048,
         bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id, tie_word_embeddings=True,
     )
     torch.manual_seed(0)
-    model = LlamaForCausalLM(config)
-    path = tmp_path_factory.mktemp("tiny-model")
-    model.save_pretrained(path, safe_serialization=True)
+    LlamaForCausalLM(config).save_pretrained(path, safe_serialization=True)
     tokenizer.save_pretrained(path)
     return path
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory) -> Path:
+    """A 2-layer Llama (hidden 64) saved with the embedded model's tokenizer and chat template."""
+    return save_tiny_llama(tmp_path_factory.mktemp("tiny-model"))
+
+
+@pytest.fixture(scope="session")
+def tiny_llama():
+    """``save_tiny_llama`` for tests that need other sizes (e.g. wider attention heads)."""
+    return save_tiny_llama

@@ -27,26 +27,11 @@ CONFIG = GenerationConfig(backend="vllm", vllm_dtype="float32", vllm_cpu_kv_cach
 
 
 @pytest.fixture(scope="module")
-def vllm_model_dir(tmp_path_factory):
+def vllm_model_dir(tmp_path_factory, tiny_llama):
     """A 2-layer Llama with 64-wide attention heads (the CPU build's attention kernel refuses the
     shared tiny model's 16-wide heads: "Unsupported CPU attention configuration: head_dim=16") and the embedded model's tokenizer."""
-    import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    from trainers.models import embedded_model_dir, load_tokenizer
-
-    tokenizer = load_tokenizer(str(embedded_model_dir()))
-    config = LlamaConfig(
-        vocab_size=len(tokenizer), hidden_size=128, intermediate_size=256, num_hidden_layers=2,
-        num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=2048,
-        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id, tie_word_embeddings=True,
-    )
-    torch.manual_seed(0)
-    path = tmp_path_factory.mktemp("vllm-tiny-model")
-    LlamaForCausalLM(config).save_pretrained(path, safe_serialization=True)
-    tokenizer.save_pretrained(path)
-    return path
+    return tiny_llama(tmp_path_factory.mktemp("vllm-tiny-model"), hidden_size=128, intermediate_size=256,
+                      num_attention_heads=2, num_key_value_heads=1)
 
 
 @pytest.fixture(scope="module")
