@@ -305,8 +305,8 @@ TESTBEDS.register(
 )
 TESTBEDS.register(
     "spade_pool",
-    "testbeds.heldout.testbed:SpadeTestbed",
-    "testbeds.heldout.testbed:SpadeTestbedConfig",
+    "testbeds.spade.testbed:SpadeTestbed",
+    "testbeds.spade.testbed:SpadeTestbedConfig",
     "SPADE's pool of model-written environments; held-out reasoning-gym (games) or tool-suite eval.",
     offers="environment_pool", tasks=("pool",),
 )

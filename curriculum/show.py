@@ -22,34 +22,44 @@ def show_run(run_dir: Path, *, round_index: int | None, console: Console) -> Non
     run = RunDir.open(run_dir)
     rounds = run.completed_rounds()
     if round_index is None:
-        table = Table(title=str(run_dir))
-        for column in ("round", "test score", "validation score", "train reward", "engineer", "answer parsed",
-                       "changes by project"):
-            table.add_column(column)
-        legacy = False
-        answers: list[tuple[bool, bool]] = []  # (parsed, constrained) of each model answer
-        for index in rounds:
-            report = run.load_round(index)
-            design = report.design
-            legacy = legacy or report.eval.suite is None
-            parsed = design.diagnostics.get("parsed") if design else None
-            if parsed is not None:
-                answers.append((bool(parsed), bool(design.diagnostics.get("constrained"))))
-            table.add_row(str(index), "-" if report.test is None else f"{report.test.score:.4f}",
-                          f"{report.eval.score:.4f}",
-                          f"{report.train_metrics.get('train/mean_reward', float('nan')):.4f}",
-                          design.engineer if design else "-", "-" if parsed is None else ("yes" if parsed else "no"),
-                          str(len(design.changes)) if design else "-")
-        console.print(table)
-        if legacy:
-            console.print(f"note: this run has one eval suite ({LEGACY_SUITE}); it was written before "
-                          "runs had a separate test suite, so its validation score is also its reported score")
-        if answers:
-            modes = sorted({"constrained" if c else "free text" for _, c in answers})
-            console.print(f"engineer answers parsed: {sum(p for p, _ in answers)}/{len(answers)} ({', '.join(modes)})")
+        _show_rounds(run, run_dir, rounds, console)
         return
     if round_index not in rounds:
         raise FileNotFoundError(f"round {round_index} is not completed in {run_dir} (completed: {rounds})")
+    _show_round(run, round_index, console)
+
+
+def _show_rounds(run: RunDir, run_dir: Path, rounds: list[int], console: Console) -> None:
+    """One row per completed round: scores, the engineer, whether its answer parsed, its changes."""
+    table = Table(title=str(run_dir))
+    for column in ("round", "test score", "validation score", "train reward", "engineer", "answer parsed",
+                   "changes by project"):
+        table.add_column(column)
+    legacy = False
+    answers: list[tuple[bool, bool]] = []  # (parsed, constrained) of each model answer
+    for index in rounds:
+        report = run.load_round(index)
+        design = report.design
+        legacy = legacy or report.eval.suite is None
+        parsed = design.diagnostics.get("parsed") if design else None
+        if parsed is not None:
+            answers.append((bool(parsed), bool(design.diagnostics.get("constrained"))))
+        table.add_row(str(index), "-" if report.test is None else f"{report.test.score:.4f}",
+                      f"{report.eval.score:.4f}",
+                      f"{report.train_metrics.get('train/mean_reward', float('nan')):.4f}",
+                      design.engineer if design else "-", "-" if parsed is None else ("yes" if parsed else "no"),
+                      str(len(design.changes)) if design else "-")
+    console.print(table)
+    if legacy:
+        console.print(f"note: this run has one eval suite ({LEGACY_SUITE}); it was written before "
+                      "runs had a separate test suite, so its validation score is also its reported score")
+    if answers:
+        modes = sorted({"constrained" if c else "free text" for _, c in answers})
+        console.print(f"engineer answers parsed: {sum(p for p, _ in answers)}/{len(answers)} ({', '.join(modes)})")
+
+
+def _show_round(run: RunDir, round_index: int, console: Console) -> None:
+    """One round: the proposal trained on, its evals, and the engineer's prompt, output and changes."""
     report = run.load_round(round_index)
     console.rule(f"round {round_index}: proposal trained on")
     console.print(proposal_table(report.proposal))

@@ -223,71 +223,22 @@ def admit(candidate: _Candidate, pool: SandboxPool, config: AdmissionConfig,
 def _run_checks(program: str, hint: str, pool: SandboxPool, config: AdmissionConfig,
                 passed: list[str], observations: list[str], answers: list[Any],
                 log: Callable[[str], None] | None) -> None:
-    phase = "load"
-
-    def call(ph: str, fn: Callable[..., Any], *args: Any) -> Any:
-        nonlocal phase
-        phase = ph
-        return fn(*args)
-
-    def play(env: Any, actions: list[str], repeat_last: bool) -> tuple[bool, bool, int, str]:
-        """(won, ended, steps, last obs) of one episode from the current reset."""
-        obs = ""
-        for i in range(config.max_steps):
-            if i >= len(actions) and not repeat_last:
-                return False, False, i, obs
-            step = call("step", env.step, actions[min(i, len(actions) - 1)])
-            obs = step.obs
-            if step.terminated or step.truncated:
-                return step.terminated and step.reward >= config.win_reward, True, i + 1, obs
-        return False, False, config.max_steps, obs
-
-    rng = random.Random(program_hash(program))
+    """Checks 3–8 (module docstring) in one sandboxed instance; ``_Reject`` on the first failure."""
     try:
         env = pool.load(program)
     except SandboxFailure as exc:
         raise _Reject(failure_reason(exc.failure.kind, "load"), exc.failure.detail) from None
+    trial = _Trial(env, config, passed, observations, answers)
     try:
         with env:
             passed.append("load")
-            first = call("reset", env.reset, config.seeds[0])
+            first = trial.call("reset", env.reset, config.seeds[0])
             observations.append(first.obs)
             passed.append("reset")
-            value = call("solution", env.call, "solution")
-            answers.append(value)
-            try:
-                actions = solution_actions(value)
-            except ValueError as exc:
-                raise _Reject(RejectReason.solution_failed, str(exc)) from None
-            won, ended, steps, last = play(env, actions, repeat_last=False)
-            if not won:
-                raise _Reject(RejectReason.solution_does_not_win,
-                              f"playing solution() {actions[:5]!r} did not win "
-                              f"(ended={ended}, steps={steps}); last observation: {last[:300]!r}")
-            passed.append("solution_wins")
-            call("reset", env.reset, config.seeds[0])
-            won, ended, steps, last = play(env, [""], repeat_last=True)
-            if won:
-                raise _Reject(RejectReason.trivial_win, "the empty action wins")
-            if not ended:
-                raise _Reject(RejectReason.never_ends,
-                              f"{config.max_steps} empty actions neither terminated nor truncated")
-            passed.append("empty_action_loses")
-            for k in range(config.random_actions):
-                action = random_action(k, rng)
-                call("reset", env.reset, config.seeds[0])
-                won, _, _, _ = play(env, [action], repeat_last=True)
-                if won:
-                    raise _Reject(RejectReason.trivial_win, f"the random action {action!r} wins")
-            passed.append("random_action_loses")
-            second = call("reset", env.reset, config.seeds[1])
-            observations.append(second.obs)
-            answers.append(call("solution", env.call, "solution"))
-            if second.obs == first.obs and answers[1] == answers[0]:
-                raise _Reject(RejectReason.constant_task,
-                              f"seeds {config.seeds[0]} and {config.seeds[1]} give the same task "
-                              "(same first observation and same solution)")
-            passed.append("seeds_differ")
+            trial.solution_wins()
+            trial.empty_action_loses()
+            trial.random_actions_lose(random.Random(program_hash(program)))
+            trial.seeds_differ(first.obs)
             leak = hint_leak(hint, [final_answer(a) for a in answers], config.min_leak_chars)
             if leak:
                 raise _Reject(RejectReason.hint_leak, leak)
@@ -295,6 +246,82 @@ def _run_checks(program: str, hint: str, pool: SandboxPool, config: AdmissionCon
     except SandboxFailure as exc:
         failure = exc.failure
         detail = failure.detail + (f"\n{failure.traceback}" if failure.traceback else "")
-        raise _Reject(failure_reason(failure.kind, phase), f"{phase}: {detail}") from None
+        raise _Reject(failure_reason(failure.kind, trial.phase), f"{trial.phase}: {detail}") from None
     if log:
         log(f"admitted after checks {passed}")
+
+
+class _Trial:
+    """The sandboxed checks on one loaded instance; ``phase`` is the call in progress (a sandbox
+    failure's reason depends on it), ``passed`` / ``observations`` / ``answers`` the records."""
+
+    def __init__(self, env: Any, config: AdmissionConfig, passed: list[str], observations: list[str],
+                 answers: list[Any]) -> None:
+        self.env, self.config = env, config
+        self.passed, self.observations, self.answers = passed, observations, answers
+        self.phase = "load"
+
+    def call(self, phase: str, fn: Callable[..., Any], *args: Any) -> Any:
+        self.phase = phase
+        return fn(*args)
+
+    def play(self, actions: list[str], repeat_last: bool) -> tuple[bool, bool, int, str]:
+        """(won, ended, steps, last obs) of one episode from the current reset."""
+        obs = ""
+        for i in range(self.config.max_steps):
+            if i >= len(actions) and not repeat_last:
+                return False, False, i, obs
+            step = self.call("step", self.env.step, actions[min(i, len(actions) - 1)])
+            obs = step.obs
+            if step.terminated or step.truncated:
+                return step.terminated and step.reward >= self.config.win_reward, True, i + 1, obs
+        return False, False, self.config.max_steps, obs
+
+    def solution_wins(self) -> None:
+        """Check 4: ``solution()``, played from the current reset, wins."""
+        value = self.call("solution", self.env.call, "solution")
+        self.answers.append(value)
+        try:
+            actions = solution_actions(value)
+        except ValueError as exc:
+            raise _Reject(RejectReason.solution_failed, str(exc)) from None
+        won, ended, steps, last = self.play(actions, repeat_last=False)
+        if not won:
+            raise _Reject(RejectReason.solution_does_not_win,
+                          f"playing solution() {actions[:5]!r} did not win "
+                          f"(ended={ended}, steps={steps}); last observation: {last[:300]!r}")
+        self.passed.append("solution_wins")
+
+    def empty_action_loses(self) -> None:
+        """Check 5: the empty action, repeated, ends the episode without a win."""
+        config = self.config
+        self.call("reset", self.env.reset, config.seeds[0])
+        won, ended, _, _ = self.play([""], repeat_last=True)
+        if won:
+            raise _Reject(RejectReason.trivial_win, "the empty action wins")
+        if not ended:
+            raise _Reject(RejectReason.never_ends,
+                          f"{config.max_steps} empty actions neither terminated nor truncated")
+        self.passed.append("empty_action_loses")
+
+    def random_actions_lose(self, rng: random.Random) -> None:
+        """Check 6: no random action, repeated, wins."""
+        for k in range(self.config.random_actions):
+            action = random_action(k, rng)
+            self.call("reset", self.env.reset, self.config.seeds[0])
+            won, _, _, _ = self.play([action], repeat_last=True)
+            if won:
+                raise _Reject(RejectReason.trivial_win, f"the random action {action!r} wins")
+        self.passed.append("random_action_loses")
+
+    def seeds_differ(self, first_obs: str) -> None:
+        """Check 7: the second seed's first observation or solution differs from the first's."""
+        config = self.config
+        second = self.call("reset", self.env.reset, config.seeds[1])
+        self.observations.append(second.obs)
+        self.answers.append(self.call("solution", self.env.call, "solution"))
+        if second.obs == first_obs and self.answers[1] == self.answers[0]:
+            raise _Reject(RejectReason.constant_task,
+                          f"seeds {config.seeds[0]} and {config.seeds[1]} give the same task "
+                          "(same first observation and same solution)")
+        self.passed.append("seeds_differ")

@@ -2,7 +2,7 @@
 memory and diversity settings, and the sandbox that runs model-written code.
 
 Defaults follow the SPADE paper and the public SPADE code where the papers give numbers (memory FIFO of
-200, skill lists); the rest are choices documented in ``docs/spade.md``.
+200, skill lists); the rest are choices documented in ``docs/spade_designer.md``.
 """
 
 from __future__ import annotations

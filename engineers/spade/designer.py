@@ -283,46 +283,9 @@ class Designer:
         vendi = per_n = None
         embedder_name = None
         if admitted:
-            if self.embedder is None:  # loaded on first need (MiniLM takes seconds)
-                self.embedder = get_embedder(self.config.diversity.embedding)
-            embedder = self.embedder
-            embedder_name = embedder.name
-            recent = self.memory.entries(active_only=True)[-self.config.diversity.memory_window:] \
-                if self.config.diversity.memory_window else []
-            recent = [e for e in recent if e.hash not in {c.hash for c in admitted}]
-            texts = [environment_text(c.hint, _first_obs(c), c.program) for c in admitted]
-            old_texts = [environment_text(e.hint, e.extra.get("first_observation"), e.program)
-                         for e in recent]
-            matrix = embedder.embed(texts + old_texts)
-            new, old = matrix[:len(texts)], matrix[len(texts):]
-            vendi, per_n = vendi_score(new), vendi_per_n(new)
-            flags = near_duplicates(new, old, self.config.diversity.near_duplicate_threshold)
-            for cand, dup in zip(admitted, flags):
-                if dup is not None:
-                    cand.near_duplicate_of = admitted[dup[1]].hash if dup[0] == "new" else recent[dup[1]].hash
-            known = {e.hash for e in self.memory.entries() if e.admitted}
-            for cand in admitted:  # the same program again: the memory keeps its first record only
-                if cand.near_duplicate_of is None and cand.hash in known:
-                    cand.near_duplicate_of = cand.hash
-            for cand in admitted:
-                cand.closest_seed = closest_seed(cand.program or "", cand.setting)
-            threshold = self.config.diversity.seed_copy_threshold
-            copies = {c.hash: c.closest_seed[0] for c in admitted if _seed_copy(c, threshold)}
+            vendi, per_n, embedder_name = self._flag_duplicates(admitted)
             if self.config.diversity.reject_near_duplicates:
-                for cand in admitted:
-                    if cand.near_duplicate_of == cand.hash:
-                        detail = f"repeats environment {cand.hash}, already in memory"
-                    elif cand.near_duplicate_of:
-                        detail = f"near duplicate of {cand.near_duplicate_of}"
-                    elif cand.hash in copies:
-                        detail = (f"copy of seed-library environment {copies[cand.hash]} "
-                                  f"(source similarity {cand.closest_seed[1]:.2f})")
-                    else:
-                        continue
-                    if cand.admission is not None:
-                        cand.admission = cand.admission.model_copy(update={
-                            "admitted": False, "reason": RejectReason.near_duplicate, "detail": detail,
-                            "penalty": self.config.admission.penalties[RejectReason.near_duplicate]})
+                self._reject_duplicates(admitted)
         for cand in candidates:
             self.remember(cand)
         run_per_n, run_pool = self._run_diversity()
@@ -348,6 +311,54 @@ class Designer:
                  "vendi/n %s", round, len(summary.admitted), len(candidates), len(summary.seed_copies),
                  summary.rejections, per_n)
         return summary
+
+    def _flag_duplicates(self, admitted: list[DesignCandidate]) -> tuple[float, float, str]:
+        """Vendi score and Vendi / n of the admitted candidates, and the embedder's name; sets each
+        candidate's ``near_duplicate_of`` (another new one, a recent memory entry, or its own hash
+        when the memory already admitted the same program) and ``closest_seed``."""
+        if self.embedder is None:  # loaded on first need (MiniLM takes seconds)
+            self.embedder = get_embedder(self.config.diversity.embedding)
+        embedder = self.embedder
+        recent = self.memory.entries(active_only=True)[-self.config.diversity.memory_window:] \
+            if self.config.diversity.memory_window else []
+        recent = [e for e in recent if e.hash not in {c.hash for c in admitted}]
+        texts = [environment_text(c.hint, _first_obs(c), c.program) for c in admitted]
+        old_texts = [environment_text(e.hint, e.extra.get("first_observation"), e.program)
+                     for e in recent]
+        matrix = embedder.embed(texts + old_texts)
+        new, old = matrix[:len(texts)], matrix[len(texts):]
+        vendi, per_n = vendi_score(new), vendi_per_n(new)
+        flags = near_duplicates(new, old, self.config.diversity.near_duplicate_threshold)
+        for cand, dup in zip(admitted, flags):
+            if dup is not None:
+                cand.near_duplicate_of = admitted[dup[1]].hash if dup[0] == "new" else recent[dup[1]].hash
+        known = {e.hash for e in self.memory.entries() if e.admitted}
+        for cand in admitted:  # the same program again: the memory keeps its first record only
+            if cand.near_duplicate_of is None and cand.hash in known:
+                cand.near_duplicate_of = cand.hash
+        for cand in admitted:
+            cand.closest_seed = closest_seed(cand.program or "", cand.setting)
+        return vendi, per_n, embedder.name
+
+    def _reject_duplicates(self, admitted: list[DesignCandidate]) -> None:
+        """Turn the admission of repeats, near duplicates and seed-library copies into a
+        ``near_duplicate`` rejection with its penalty."""
+        threshold = self.config.diversity.seed_copy_threshold
+        copies = {c.hash: c.closest_seed[0] for c in admitted if _seed_copy(c, threshold)}
+        for cand in admitted:
+            if cand.near_duplicate_of == cand.hash:
+                detail = f"repeats environment {cand.hash}, already in memory"
+            elif cand.near_duplicate_of:
+                detail = f"near duplicate of {cand.near_duplicate_of}"
+            elif cand.hash in copies:
+                detail = (f"copy of seed-library environment {copies[cand.hash]} "
+                          f"(source similarity {cand.closest_seed[1]:.2f})")
+            else:
+                continue
+            if cand.admission is not None:
+                cand.admission = cand.admission.model_copy(update={
+                    "admitted": False, "reason": RejectReason.near_duplicate, "detail": detail,
+                    "penalty": self.config.admission.penalties[RejectReason.near_duplicate]})
 
     def _run_diversity(self) -> tuple[float | None, int]:
         """Vendi / n over every environment admitted in the run so far (embedded together, so a

@@ -1,8 +1,8 @@
-"""Held-out evaluation for SPADE (never used for training) and the SPADE pool testbed.
+"""Held-out evaluation for SPADE (never used for training).
 
 * ``reasoning`` — reasoning-gym maths / algorithmic / cognition items from fixed seeds (games),
   and reasoning-gym datasets as a fixed environment set (the fixed-environment baseline);
-* ``tools`` — a fixed suite of stateful ``ToolEnv`` tasks written for this project (tool use);
-* ``testbed`` — ``SpadeTestbed`` (``spade_pool``): the pool as proposal, ``env``/``design`` tasks for
-  the ``selfplay`` trainer, held-out eval every N rounds and at the end.
+* ``tools`` — a fixed suite of stateful ``ToolEnv`` tasks written for this project (tool use).
+
+The ``spade_pool`` testbed that runs these evaluations is ``testbeds.spade.testbed``.
 """

@@ -384,41 +384,12 @@ def _project(raw: Any, previous: GeneratorConfig) -> tuple[GeneratorConfig, list
     reasons: dict[tuple[str, str], str] = {}
     for s in SIZES:
         entry = sizes.get(s)
-        prev = previous.sizes[s]
         for f in FIELDS:
-            if not isinstance(entry, dict) or f not in entry:
-                proposed[(s, f)] = None
-                values[(s, f)] = getattr(prev, f)
-                reasons[(s, f)] = "missing; filled from previous config"
-                continue
-            rawv = entry[f]
-            proposed[(s, f)] = _jsonable(rawv)
-            x = _number(rawv)
-            if x is None:
-                values[(s, f)] = getattr(prev, f)
-                reasons[(s, f)] = "not a number; kept previous value"
-                continue
-            lo, hi = BOUNDS[f]
-            if f == "data_ratio":
-                # Shares only matter relative to each other: clip negatives, and let the
-                # renormalisation below scale large values (e.g. percentages) proportionally.
-                if x < lo:
-                    reasons[(s, f)] = f"clipped to {lo}"
-                    x = lo
-            elif x < lo or x > hi:
-                reasons[(s, f)] = f"clipped into [{lo}, {hi}]"
-                x = min(hi, max(lo, x))
-            values[(s, f)] = x
+            proposed[(s, f)], values[(s, f)], reason = _field_value(entry, f, getattr(previous.sizes[s], f))
+            if reason is not None:
+                reasons[(s, f)] = reason
 
-    total = sum(values[(s, "data_ratio")] for s in SIZES)
-    if total <= 0.0:
-        for s in SIZES:
-            values[(s, "data_ratio")] = previous.sizes[s].data_ratio
-            reasons[(s, "data_ratio")] = "all data ratios were zero; kept previous data ratios"
-    elif abs(total - 1.0) > 1e-9:  # closer than that is float noise: leave the values alone
-        for s in SIZES:
-            values[(s, "data_ratio")] /= total
-            reasons.setdefault((s, "data_ratio"), f"renormalised (data ratios summed to {total:.6g})")
+    total = _renormalise(values, reasons, previous)
     params = {s: SizeParams(**{f: values[(s, f)] for f in FIELDS}) for s in SIZES}
     if abs(total - 1.0) > 1e-9:
         _fix_sum([params[s] for s in SIZES])
@@ -434,3 +405,42 @@ def _project(raw: Any, previous: GeneratorConfig) -> tuple[GeneratorConfig, list
                 changes.append(Change(path=f"sizes.{s}.{f}", proposed=p, applied=applied,
                                       reason=reasons.get((s, f), "normalised to a number")))
     return config, changes
+
+
+def _field_value(entry: Any, f: str, prev: float) -> tuple[Any, float, str | None]:
+    """One field of one size: what was proposed (``None``: missing), the value it becomes
+    (``prev`` when missing or not a number; ratios clipped into ``BOUNDS``) and why, if it is not
+    the proposed number."""
+    if not isinstance(entry, dict) or f not in entry:
+        return None, prev, "missing; filled from previous config"
+    rawv = entry[f]
+    x = _number(rawv)
+    if x is None:
+        return _jsonable(rawv), prev, "not a number; kept previous value"
+    lo, hi = BOUNDS[f]
+    reason = None
+    if f == "data_ratio":
+        # Shares only matter relative to each other: clip negatives, and let the
+        # renormalisation scale large values (e.g. percentages) proportionally.
+        if x < lo:
+            reason = f"clipped to {lo}"
+            x = lo
+    elif x < lo or x > hi:
+        reason = f"clipped into [{lo}, {hi}]"
+        x = min(hi, max(lo, x))
+    return _jsonable(rawv), x, reason
+
+
+def _renormalise(values: dict[tuple[str, str], float], reasons: dict[tuple[str, str], str],
+                 previous: GeneratorConfig) -> float:
+    """Scale the data ratios to sum to 1 (all zero: the previous ones); returns their sum before."""
+    total = sum(values[(s, "data_ratio")] for s in SIZES)
+    if total <= 0.0:
+        for s in SIZES:
+            values[(s, "data_ratio")] = previous.sizes[s].data_ratio
+            reasons[(s, "data_ratio")] = "all data ratios were zero; kept previous data ratios"
+    elif abs(total - 1.0) > 1e-9:  # closer than that is float noise: leave the values alone
+        for s in SIZES:
+            values[(s, "data_ratio")] /= total
+            reasons.setdefault((s, "data_ratio"), f"renormalised (data ratios summed to {total:.6g})")
+    return total

@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from testbeds.mapf_frozenlake.config import SIZES, GeneratorConfig, size_side
+from testbeds.mapf_frozenlake.config import SIZES, GeneratorConfig, SizeParams, size_side
 from testbeds.mapf_frozenlake.instance import Instance
 from testbeds.mapf_frozenlake.solver import _Grid, solve
 
@@ -274,11 +274,9 @@ def generate(config: GeneratorConfig, n: int, *, agents: int, seed: int,
         # k agents with distinct starts and goals (goal != own start) need k + 1 cells
         raise ValueError(f"{agents} agents do not fit on {', '.join(too_small) or 'any map'}: "
                          f"need at least {agents + 1} cells")
+    ratios = [_ratios(config.sizes[s], hole_ratio_override, wait_ratio_override) for s in SIZES]
     jobs: list[_Job] = []
-    for si, s in enumerate(SIZES):
-        p = config.sizes[s]
-        hr = p.hole_ratio if hole_ratio_override is None else hole_ratio_override
-        wr = p.wait_ratio if wait_ratio_override == "config" else wait_ratio_override
+    for si, (hr, wr) in enumerate(ratios):
         n_wait = int(math.floor(wr * counts[si] + 0.5)) if wr is not None else 0
         for i in range(counts[si]):
             want = None if wr is None else (i < n_wait)
@@ -291,38 +289,47 @@ def generate(config: GeneratorConfig, n: int, *, agents: int, seed: int,
     report: dict[str, SizeReport] = {}
     pos = 0
     for si, s in enumerate(SIZES):
-        p = config.sizes[s]
-        hr = p.hole_ratio if hole_ratio_override is None else hole_ratio_override
-        wr = p.wait_ratio if wait_ratio_override == "config" else wait_ratio_override
         chunk = results[pos:pos + counts[si]]
         pos += counts[si]
-        cells = size_side(s) ** 2
-        insts = []
-        for i, (d, _) in enumerate(chunk):
-            inst = Instance.from_dict(d)
+        insts = [Instance.from_dict(d) for d, _ in chunk]
+        for i, inst in enumerate(insts):
             inst.id = f"k{agents}-{s}-s{seed}-{i:05d}"
-            insts.append(inst)
         instances.extend(insts)
-        m = len(insts)
-        achieved_h = sum(len(x.holes) for x in insts) / (m * cells) if m else 0.0
-        achieved_w = sum(bool(x.needs_wait) for x in insts) / m if m else 0.0
-        warns = []
-        reduced = sum(st["holes_reduced"] > 0 for _, st in chunk)
-        if reduced:
-            warns.append(f"{reduced}/{m} instances had holes removed to become solvable "
-                         f"(requested hole ratio {hr:.3f}, achieved {achieved_h:.3f})")
-        unmet = sum(st["wait_unmet"] for _, st in chunk)
-        if unmet:
-            warns.append(f"{unmet}/{m} instances could not meet the wait request "
-                         f"(requested wait ratio {wr:.3f}, achieved {achieved_w:.3f})")
-        unknown = sum(x.needs_wait is None for x in insts)
-        if unknown:
-            warns.append(f"{unknown}/{m} instances: needs-wait undecided within budget")
-        report[s] = SizeReport(counts[si], m, hr, achieved_h, wr, achieved_w, warns)
+        report[s] = _size_report(s, counts[si], insts, [st for _, st in chunk], *ratios[si])
 
     order = np.random.default_rng([seed, agents, 0x53485546]).permutation(len(instances))
     instances = [instances[i] for i in order]
     return GenerationResult(instances, report, time.perf_counter() - t0)
+
+
+def _ratios(p: SizeParams, hole_ratio_override: float | None, wait_ratio_override: float | None | str
+            ) -> tuple[float, float | None]:
+    """The requested hole ratio and wait ratio of one size (``None``: no wait request)."""
+    hr = p.hole_ratio if hole_ratio_override is None else hole_ratio_override
+    wr = p.wait_ratio if wait_ratio_override == "config" else wait_ratio_override
+    return hr, wr
+
+
+def _size_report(s: str, requested: int, insts: list[Instance], stats: list[dict[str, Any]], hr: float,
+                 wr: float | None) -> SizeReport:
+    """What one size achieved against what was asked, with a warning per shortfall."""
+    cells = size_side(s) ** 2
+    m = len(insts)
+    achieved_h = sum(len(x.holes) for x in insts) / (m * cells) if m else 0.0
+    achieved_w = sum(bool(x.needs_wait) for x in insts) / m if m else 0.0
+    warns = []
+    reduced = sum(st["holes_reduced"] > 0 for st in stats)
+    if reduced:
+        warns.append(f"{reduced}/{m} instances had holes removed to become solvable "
+                     f"(requested hole ratio {hr:.3f}, achieved {achieved_h:.3f})")
+    unmet = sum(st["wait_unmet"] for st in stats)
+    if unmet:
+        warns.append(f"{unmet}/{m} instances could not meet the wait request "
+                     f"(requested wait ratio {wr:.3f}, achieved {achieved_w:.3f})")
+    unknown = sum(x.needs_wait is None for x in insts)
+    if unknown:
+        warns.append(f"{unknown}/{m} instances: needs-wait undecided within budget")
+    return SizeReport(requested, m, hr, achieved_h, wr, achieved_w, warns)
 
 
 def _map(jobs: list[_Job], workers: int) -> list[tuple[dict[str, Any], dict[str, Any]]]:

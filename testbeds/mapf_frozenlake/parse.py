@@ -317,6 +317,22 @@ def _deltas(s: str) -> list[Cell] | None:
 
 
 def _parse_lines(seg: str, starts: list[Cell] | None) -> ParseResult | None:
+    labeled, with_path, unlabeled = _scan_lines(seg, starts)
+    labeled = {k: v for k, v in labeled.items() if v[1]}
+    if labeled:
+        result = _labeled_result(labeled, with_path, len(unlabeled), starts)
+        if result is not None:
+            return result
+    if unlabeled:
+        return ParseResult(True, unlabeled, "unlabeled")
+    return None
+
+
+def _scan_lines(seg: str, starts: list[Cell] | None
+                ) -> tuple[dict[int, tuple[str, list[Cell]]], dict[int, int], list[list[Cell]]]:
+    """One pass over the lines: per label ``("coords", cells)`` or ``("moves", deltas)`` (a
+    label's path may continue on the following coordinate-only lines), how many lines gave each
+    label a path, and the unlabeled coordinate lines."""
     # label -> ("coords", cells) or ("moves", deltas)
     labeled: dict[int, tuple[str, list[Cell]]] = {}
     with_path: dict[int, int] = {}   # label -> lines that gave it a path (a second one repeats it)
@@ -358,34 +374,37 @@ def _parse_lines(seg: str, starts: list[Cell] | None) -> ParseResult | None:
                 unlabeled.append(cells)
     if current is not None and labeled[current][1]:
         with_path[current] = with_path.get(current, 0) + 1
-    labeled = {k: v for k, v in labeled.items() if v[1]}
-    if labeled:
-        labs = sorted(labeled)
-        out, agents, unplaced = [], [], []
-        kinds = set()
-        for lab, agent in zip(labs, _agent_numbers(labs)):
-            kind, cells = labeled[lab]
-            kinds.add(kind)
-            if kind == "moves":
-                if not starts or not 0 <= agent < len(starts):
-                    unplaced.append(agent)  # stated, but no start to walk the moves from
-                    continue
-                r, c = starts[agent]
-                path = [(r, c)]
-                for dr, dc in cells:
-                    r, c = r + dr, c + dc
-                    path.append((r, c))
-                cells = path
-            out.append(cells)
-            agents.append(agent)
-        if out:
-            numbers = dict(zip(labs, _agent_numbers(labs)))
-            return ParseResult(True, out, "moves" if kinds == {"moves"} else "lines", agents=agents,
-                               unplaced=unplaced, extra=len(unlabeled),
-                               repeated=sorted(numbers[lab] for lab, n in with_path.items()
-                                               if n > 1 and lab in numbers))
-    if unlabeled:
-        return ParseResult(True, unlabeled, "unlabeled")
+    return labeled, with_path, unlabeled
+
+
+def _labeled_result(labeled: dict[int, tuple[str, list[Cell]]], with_path: dict[int, int], extra: int,
+                    starts: list[Cell] | None) -> ParseResult | None:
+    """The labeled paths in label order (moves walked from the agent's start), or ``None`` when
+    none could be placed."""
+    labs = sorted(labeled)
+    out, agents, unplaced = [], [], []
+    kinds = set()
+    for lab, agent in zip(labs, _agent_numbers(labs)):
+        kind, cells = labeled[lab]
+        kinds.add(kind)
+        if kind == "moves":
+            if not starts or not 0 <= agent < len(starts):
+                unplaced.append(agent)  # stated, but no start to walk the moves from
+                continue
+            r, c = starts[agent]
+            path = [(r, c)]
+            for dr, dc in cells:
+                r, c = r + dr, c + dc
+                path.append((r, c))
+            cells = path
+        out.append(cells)
+        agents.append(agent)
+    if out:
+        numbers = dict(zip(labs, _agent_numbers(labs)))
+        return ParseResult(True, out, "moves" if kinds == {"moves"} else "lines", agents=agents,
+                           unplaced=unplaced, extra=extra,
+                           repeated=sorted(numbers[lab] for lab, n in with_path.items()
+                                           if n > 1 and lab in numbers))
     return None
 
 

@@ -234,9 +234,21 @@ def _cat(paths: list[tuple[int, ...]], skip: int):
     return vtab, etab, rest
 
 
+def _trace(parent: dict[tuple[int, int], tuple[int, int] | None], key: tuple[int, int]) -> tuple[int, ...]:
+    """The cells of the space-time path ending in state ``key`` = ``(cell, time)``."""
+    path = []
+    k: tuple[int, int] | None = key
+    while k is not None:
+        path.append(k[0])
+        k = parent[k]
+    return tuple(reversed(path))
+
+
 def _low_level(g: _Grid, hd: list[int], start: int, goal: int, cons: _Cons, cat, *,
                allow_wait: bool, max_cost: int | None) -> tuple[int, ...] | None:
     """Optimal single-agent path under ``cons`` (fewest CAT conflicts among optimal ones)."""
+    # Kept whole: space-time A* whose loop is the CBS's inner loop; its successor step reads the
+    # locals bound here, and a function per expansion would cost a call per state.
     if hd[start] >= _INF:
         return None
     horizon = cons.max_t + g.nfree + 1
@@ -270,12 +282,7 @@ def _low_level(g: _Grid, hd: list[int], start: int, goal: int, cons: _Cons, cat,
             continue
         done.add(ckey)
         if u == goal and t > gb:
-            path = []
-            k: tuple[int, int] | None = key
-            while k is not None:
-                path.append(k[0])
-                k = parent[k]
-            return tuple(reversed(path))
+            return _trace(parent, key)
         nt = t + 1
         if nt > horizon:
             continue
@@ -615,29 +622,14 @@ class _CBS:
                 self.pair_count = {}
 
     def _run_once(self) -> tuple[int, list[tuple[int, ...]]] | None:
-        k = len(self.starts)
-        cons = [_Cons() for _ in range(k)]
-        paths: list[tuple[int, ...]] = [()] * k
-        planned: list[tuple[int, ...]] = []
-        lb_rest = sum(self.hds[a][self.starts[a]] for a in range(k))
-        for gid in sorted(set(self.group_of)):
-            mem = self.members(gid)
-            lb_rest -= sum(self.hds[a][self.starts[a]] for a in mem)
-            other = sum(len(q) - 1 for q in planned) + lb_rest
-            # each group avoids (as a tie-break) the groups planned before it
-            res = self._plan_root_group(gid, cons, planned, other)
-            if res is None:
-                return None
-            for a, p in res.items():
-                paths[a] = p
-                planned.append(p)
-        root = _Node(sum(len(p) - 1 for p in paths), paths, cons)
-        root.find_conflicts(self.group_of)
-        self._classify(root)
+        """Best-first search of the constraint tree from a fresh root; ``_Restart`` on a merge."""
+        root = self._root()
+        if root is None:
+            return None
         counter = itertools.count()
         heap = [(root.cost + root.h, len(root.conflicts), next(counter), root)]
         while heap:
-            cost, _, _, node = heapq.heappop(heap)
+            node = heapq.heappop(heap)[3]
             if not node.conflicts:
                 return node.cost, node.paths
             self.expanded += 1
@@ -647,47 +639,9 @@ class _CBS:
                 self.stall_check(self.expanded)
             while True:
                 conflict = self._choose(node)
-                i, j, kind, t, a, b = conflict
-                gi, gj = self.group_of[i], self.group_of[j]
-                key = (min(gi, gj), max(gi, gj))
-                self.pair_count[key] = self.pair_count.get(key, 0) + 1
-                if (self.pair_count[key] > self.merge_threshold
-                        and self.expanded >= self.merge_after
-                        and self.group_of.count(gi) + self.group_of.count(gj) <= self.max_group):
-                    raise _Restart(*key)
-                children = []
-                bypassed = False
-                for ag, nc in zip((i, j), self._split(node, conflict)):
-                    ncons = list(node.cons)
-                    ncons[ag] = nc
-                    gid = self.group_of[ag]
-                    mem = self.members(gid)
-                    other = node.cost - sum(len(node.paths[m]) - 1 for m in mem)
-                    res = self._plan_group(gid, ncons, node.paths, other)
-                    if res is None:
-                        continue
-                    npaths = list(node.paths)
-                    for m, p in res.items():
-                        npaths[m] = p
-                    child = _Node(sum(len(p) - 1 for p in npaths), npaths, ncons)
-                    if self.cost_bound is not None and child.cost > self.cost_bound:
-                        continue
-                    child.find_conflicts(self.group_of)
-                    if (self.use_bypass and child.cost == node.cost
-                            and len(child.conflicts) < len(node.conflicts)):
-                        # bypass: adopt the paths, keep the parent's constraints
-                        node.paths = npaths
-                        for m in mem:
-                            node.mdds.pop(m, None)
-                        node.find_conflicts(self.group_of)
-                        node.chosen = None
-                        bypassed = True
-                        break
-                    for mag, md in node.mdds.items():
-                        if mag not in mem:
-                            child.mdds[mag] = md
-                    children.append(child)
-                if bypassed:
+                self._count_split(conflict)
+                children = self._branch(node, conflict)
+                if children is None:  # bypassed: the node's paths changed, choose again
                     if not node.conflicts:
                         return node.cost, node.paths
                     continue
@@ -699,6 +653,76 @@ class _CBS:
                                           next(counter), child))
                 break
         return None
+
+    def _root(self) -> _Node | None:
+        """The root node: each group planned alone, avoiding (as a tie-break) the groups planned
+        before it; ``None`` when a group has no path."""
+        k = len(self.starts)
+        cons = [_Cons() for _ in range(k)]
+        paths: list[tuple[int, ...]] = [()] * k
+        planned: list[tuple[int, ...]] = []
+        lb_rest = sum(self.hds[a][self.starts[a]] for a in range(k))
+        for gid in sorted(set(self.group_of)):
+            mem = self.members(gid)
+            lb_rest -= sum(self.hds[a][self.starts[a]] for a in mem)
+            other = sum(len(q) - 1 for q in planned) + lb_rest
+            res = self._plan_root_group(gid, cons, planned, other)
+            if res is None:
+                return None
+            for a, p in res.items():
+                paths[a] = p
+                planned.append(p)
+        root = _Node(sum(len(p) - 1 for p in paths), paths, cons)
+        root.find_conflicts(self.group_of)
+        self._classify(root)
+        return root
+
+    def _count_split(self, conflict) -> None:
+        """Count a split of the conflict's two groups; ``_Restart`` once they should merge."""
+        i, j = conflict[0], conflict[1]
+        gi, gj = self.group_of[i], self.group_of[j]
+        key = (min(gi, gj), max(gi, gj))
+        self.pair_count[key] = self.pair_count.get(key, 0) + 1
+        if (self.pair_count[key] > self.merge_threshold
+                and self.expanded >= self.merge_after
+                and self.group_of.count(gi) + self.group_of.count(gj) <= self.max_group):
+            raise _Restart(*key)
+
+    def _branch(self, node: _Node, conflict) -> list[_Node] | None:
+        """The children of splitting ``node`` on ``conflict`` (each side replanned under its new
+        constraint), or ``None`` after a bypass: a child with the node's cost and fewer conflicts
+        gives the node its paths (keeping the node's constraints) instead of branching."""
+        i, j = conflict[0], conflict[1]
+        children = []
+        for ag, nc in zip((i, j), self._split(node, conflict)):
+            ncons = list(node.cons)
+            ncons[ag] = nc
+            gid = self.group_of[ag]
+            mem = self.members(gid)
+            other = node.cost - sum(len(node.paths[m]) - 1 for m in mem)
+            res = self._plan_group(gid, ncons, node.paths, other)
+            if res is None:
+                continue
+            npaths = list(node.paths)
+            for m, p in res.items():
+                npaths[m] = p
+            child = _Node(sum(len(p) - 1 for p in npaths), npaths, ncons)
+            if self.cost_bound is not None and child.cost > self.cost_bound:
+                continue
+            child.find_conflicts(self.group_of)
+            if (self.use_bypass and child.cost == node.cost
+                    and len(child.conflicts) < len(node.conflicts)):
+                node.paths = npaths
+                for m in mem:
+                    node.mdds.pop(m, None)
+                node.find_conflicts(self.group_of)
+                node.chosen = None
+                return None
+            for mag, md in node.mdds.items():
+                if mag not in mem:
+                    child.mdds[mag] = md
+            children.append(child)
+        return children
 
     def _plan_root_group(self, gid: int, cons: list[_Cons], planned: list, other: int):
         mem = self.members(gid)
@@ -722,6 +746,37 @@ def joint_space_size(nfree: int, k: int) -> int:
     return math.perm(nfree, k) * (1 << k)
 
 
+def _finish_masks(cand: list[int], mask: int):
+    """Every finished mask: ``mask`` plus each subset of the agents ``cand`` (standing on their
+    goals) declaring themselves finished, the empty subset first."""
+    for r in range(len(cand) + 1):
+        for sub in itertools.combinations(cand, r):
+            m = mask
+            for i in sub:
+                m |= 1 << i
+            yield m
+
+
+def _joint_paths(parent: dict, last, k: int) -> list[tuple[int, ...]]:
+    """The agents' paths of the joint search's plan ending in full state ``last``
+    ``(positions, finished mask, time)``: each agent's cells up to the state it finished in."""
+    seq = []
+    x = last
+    while x is not None:
+        seq.append(x)
+        x = parent[x]
+    seq.reverse()
+    paths = []
+    for a in range(k):
+        p = []
+        for ps, m, _t in seq:
+            p.append(ps[a])
+            if (m >> a) & 1:
+                break
+        paths.append(tuple(p))
+    return paths
+
+
 def _joint(g: _Grid, starts: list[int], goals: list[int], hds: list[list[int]], *,
            allow_wait: bool, cost_bound: int | None, deadline: float, node_budget: int,
            cons: list[_Cons] | None = None):
@@ -742,6 +797,9 @@ def _joint(g: _Grid, starts: list[int], goals: list[int], hds: list[list[int]], 
     ``(cost, paths)``, ``None`` if there is no plan (within ``cost_bound``), or raises
     ``_Budget``.
     """
+    # Kept whole: the loop below is the search's inner loop (one pass per intermediate state),
+    # and its expansion step reads the locals bound here; a function per step would cost a call
+    # per state for no gain in reading. The cold parts are apart: ``_finish_masks``, ``_joint_paths``.
     k = len(starts)
     full = (1 << k) - 1
     INF = _INF
@@ -758,15 +816,7 @@ def _joint(g: _Grid, starts: list[int], goals: list[int], hds: list[list[int]], 
                 if pos[i] == goals[i] and not (mask >> i) & 1 and t > gblock[i]]
         if not cand:
             return (mask,)
-        return _subsets(cand, mask)
-
-    def _subsets(cand, mask):
-        for r in range(len(cand) + 1):
-            for sub in itertools.combinations(cand, r):
-                m = mask
-                for i in sub:
-                    m |= 1 << i
-                yield m
+        return _finish_masks(cand, mask)
 
     def hval(pos, mask):
         s = 0
@@ -800,21 +850,7 @@ def _joint(g: _Grid, starts: list[int], goals: list[int], hds: list[list[int]], 
         if best.get((cur, old, i, mask, tk), INF) < gc:
             continue
         if i == 0 and mask == full:
-            seq = []
-            x = origin
-            while x is not None:
-                seq.append(x)
-                x = parent[x]
-            seq.reverse()
-            paths = []
-            for a in range(k):
-                p = []
-                for ps, m, _t in seq:
-                    p.append(ps[a])
-                    if (m >> a) & 1:
-                        break
-                paths.append(tuple(p))
-            return gc, paths
+            return gc, _joint_paths(parent, origin, k)
         expanded += 1
         if expanded > node_budget or (expanded & 255 == 0 and time.perf_counter() > deadline):
             raise _Budget
@@ -953,69 +989,90 @@ def solve(instance: Instance, *, time_budget_s: float = 5.0, node_budget: int = 
     errs = instance.check()  # fields may have been edited after construction
     if errs:
         raise InvalidInstance(errs)
-    g = _Grid.of(instance)
-    w = instance.w
-    starts = [r * w + c for r, c in instance.starts]
-    goals = [r * w + c for r, c in instance.goals]
-    k = len(starts)
-    hds = [g.bfs(goal) for goal in goals]
-
-    def done(status, cost=None, paths=None, nodes=0, method=""):
-        plan = None
-        if paths is not None:
-            plan = [[divmod(v, w) for v in p] for p in paths]
-        return SolveResult(status, cost, plan, nodes, method, time.perf_counter() - t0)
-
-    if k == 0:
-        return done("solved", 0, [], 0, "trivial")
-    lb = 0
-    for i in range(k):
-        if hds[i][starts[i]] >= _INF:
-            return done("unsolvable", method="reachability")
-        lb += hds[i][starts[i]]
-    if cost_bound is not None and lb > cost_bound:
-        return done("unsolvable", method="reachability")
-
-    jsize = joint_space_size(g.nfree, k)
+    p = _Problem.of(instance, t0)
+    if p.k == 0:
+        return p.done("solved", 0, [], 0, "trivial")
+    if not p.reachable(cost_bound):
+        return p.done("unsolvable", method="reachability")
 
     def run_joint():
-        if k >= 3:  # exhausting the cost-free configuration space is far cheaper than A*'s
-            reach = _reachable(g, starts, goals, limit=max(1000, node_budget * 10))
+        if p.k >= 3:  # exhausting the cost-free configuration space is far cheaper than A*'s
+            reach = _reachable(p.g, p.starts, p.goals, limit=max(1000, node_budget * 10))
             if reach is False:
                 return None
-        return _joint(g, starts, goals, hds, allow_wait=not wait_free, cost_bound=cost_bound,
+        return _joint(p.g, p.starts, p.goals, p.hds, allow_wait=not wait_free, cost_bound=cost_bound,
                       deadline=deadline, node_budget=node_budget * 20)
 
-    if g.nfree <= joint_first and k > 1:
-        try:
-            res = run_joint()
-        except _Budget:
-            return done("budget", method="joint")
-        if res is None:
-            return done("unsolvable", method="joint")
-        return done("solved", res[0], res[1], method="joint")
+    if p.g.nfree <= joint_first and p.k > 1:
+        return p.joint_result(run_joint, nodes=0)
+
+    jsize = joint_space_size(p.g.nfree, p.k)
 
     def stall(expanded):
         if expanded >= joint_after and jsize <= joint_limit:
             raise _Switch
 
-    cbs = _CBS(g, starts, goals, hds, allow_wait=not wait_free, cost_bound=cost_bound,
+    cbs = _CBS(p.g, p.starts, p.goals, p.hds, allow_wait=not wait_free, cost_bound=cost_bound,
                deadline=deadline, node_budget=node_budget, stall_check=stall,
                merge_threshold=merge_threshold, merge_after=merge_after, max_group=max_group,
                use_corridors=corridor_reasoning)
     try:
         res = cbs.run()
     except _Budget:
-        return done("budget", nodes=cbs.expanded, method="cbs")
+        return p.done("budget", nodes=cbs.expanded, method="cbs")
     except _Switch:
+        return p.joint_result(run_joint, nodes=cbs.expanded)
+    if res is None:
+        # CBS exhausted its (finite, bounded) tree: no plan within the bound
+        return p.done("unsolvable", nodes=cbs.expanded, method="cbs")
+    return p.done("solved", res[0], res[1], nodes=cbs.expanded, method="cbs")
+
+
+@dataclass
+class _Problem:
+    """An instance as the searches see it: cells as indices, each goal's BFS distances."""
+
+    g: _Grid
+    w: int
+    starts: list[int]
+    goals: list[int]
+    hds: list[list[int]]
+    """``hds[i][v]``: distance from cell ``v`` to agent ``i``'s goal."""
+    t0: float
+    """When the solve began (for ``SolveResult.elapsed_s``)."""
+
+    @classmethod
+    def of(cls, instance: Instance, t0: float) -> _Problem:
+        g = _Grid.of(instance)
+        w = instance.w
+        goals = [r * w + c for r, c in instance.goals]
+        return cls(g, w, [r * w + c for r, c in instance.starts], goals, [g.bfs(goal) for goal in goals], t0)
+
+    @property
+    def k(self) -> int:
+        return len(self.starts)
+
+    def reachable(self, cost_bound: int | None) -> bool:
+        """Every agent can reach its goal, and the sum of distances is within ``cost_bound``."""
+        lb = 0
+        for i in range(self.k):
+            if self.hds[i][self.starts[i]] >= _INF:
+                return False
+            lb += self.hds[i][self.starts[i]]
+        return cost_bound is None or lb <= cost_bound
+
+    def done(self, status, cost=None, paths=None, nodes=0, method="") -> SolveResult:
+        plan = None
+        if paths is not None:
+            plan = [[divmod(v, self.w) for v in p] for p in paths]
+        return SolveResult(status, cost, plan, nodes, method, time.perf_counter() - self.t0)
+
+    def joint_result(self, run_joint, nodes: int) -> SolveResult:
+        """The result of the joint search ``run_joint`` (after ``nodes`` CBS expansions)."""
         try:
             res = run_joint()
         except _Budget:
-            return done("budget", nodes=cbs.expanded, method="joint")
+            return self.done("budget", nodes=nodes, method="joint")
         if res is None:
-            return done("unsolvable", nodes=cbs.expanded, method="joint")
-        return done("solved", res[0], res[1], nodes=cbs.expanded, method="joint")
-    if res is None:
-        # CBS exhausted its (finite, bounded) tree: no plan within the bound
-        return done("unsolvable", nodes=cbs.expanded, method="cbs")
-    return done("solved", res[0], res[1], nodes=cbs.expanded, method="cbs")
+            return self.done("unsolvable", nodes=nodes, method="joint")
+        return self.done("solved", res[0], res[1], nodes=nodes, method="joint")

@@ -124,20 +124,7 @@ def validate(instance: Instance, text_or_parsed: str | ParseResult | list) -> Ve
 
 
 def _validate(inst: Instance, x: Any) -> Verdict:
-    if isinstance(x, ParseResult):
-        pr = x
-    elif isinstance(x, str):
-        pr = parse_plan(x, inst.num_agents, inst.starts)
-    elif isinstance(x, (list, tuple)):
-        try:
-            paths = [[(int(c[0]), int(c[1])) for c in p] for p in x]
-            pr = ParseResult(bool(paths) and all(paths), paths, "paths",
-                             "" if paths and all(paths) else "empty path")
-        except (TypeError, ValueError, IndexError, KeyError):
-            pr = ParseResult(False, error="not a list of paths of (r, c)")
-    else:
-        pr = ParseResult(False, error=f"cannot validate a {type(x).__name__}")
-
+    pr = _as_parsed(inst, x)
     if not pr.ok or not pr.paths or not all(pr.paths):
         checks: dict[str, bool | None] = {c: None for c in CHECKS}
         checks["parsable"] = False
@@ -147,8 +134,46 @@ def _validate(inst: Instance, x: Any) -> Verdict:
     paths = pr.paths
     k = inst.num_agents
     reasons: dict[str, str] = {}
+    ok_legal, ok_bounds, ok_holes = _cell_checks(inst, paths, reasons)
+    agents = pr.agents if pr.agents is not None else list(range(len(paths)))
+    ok_start, ok_goal = _end_checks(inst, paths, agents, reasons)
+    stated = pr.stated_agents()
+    ok_count = sorted(stated) == list(range(k)) and not pr.extra and not pr.repeated
+    if not ok_count:
+        reasons["agent_count"] = _count_reason(stated, k, pr.extra, pr.repeated)
+    ok_conf = _conflict_free(paths, reasons)
+
+    checks = {"parsable": True, "legal_move": ok_legal, "conflict_free": ok_conf,
+              "goal_reached": ok_goal, "start_correct": ok_start, "agent_count": ok_count,
+              "hole_free": ok_holes, "in_bounds": ok_bounds}
+    valid = ok_legal and ok_conf and ok_goal and ok_start and ok_count and ok_holes and ok_bounds
+    cost = _sum_of_costs(paths, inst.goals) if valid else None
+    optimal = valid and inst.optimal_cost is not None and cost == inst.optimal_cost
+    return Verdict(valid, checks, reasons, cost, inst.optimal_cost, optimal, len(paths), pr.format)
+
+
+def _as_parsed(inst: Instance, x: Any) -> ParseResult:
+    """A response text, a ``ParseResult`` or a list of paths, as a ``ParseResult``."""
+    if isinstance(x, ParseResult):
+        return x
+    if isinstance(x, str):
+        return parse_plan(x, inst.num_agents, inst.starts)
+    if isinstance(x, (list, tuple)):
+        try:
+            paths = [[(int(c[0]), int(c[1])) for c in p] for p in x]
+        except (TypeError, ValueError, IndexError, KeyError):
+            return ParseResult(False, error="not a list of paths of (r, c)")
+        return ParseResult(bool(paths) and all(paths), paths, "paths",
+                           "" if paths and all(paths) else "empty path")
+    return ParseResult(False, error=f"cannot validate a {type(x).__name__}")
+
+
+def _cell_checks(inst: Instance, paths: list, reasons: dict[str, str]) -> tuple[bool, bool, bool]:
+    """``(legal_move, in_bounds, hole_free)``; the first offence of each failed one in ``reasons``.
+
+    Fast paths run at C speed on sets; the slow loops (``_explain_cells``) only run to find the
+    reason."""
     ok_legal = ok_bounds = ok_holes = True
-    # Fast paths run at C speed on sets; the slow loops below only run to find the reason.
     cells = set().union(*paths)
     h, w, holes = inst.h, inst.w, inst.holes
     if not all(0 <= r < h and 0 <= c < w for r, c in cells):
@@ -162,8 +187,12 @@ def _validate(inst: Instance, x: Any) -> Verdict:
         ok_legal = not any(abs(a[0] - b[0]) + abs(a[1] - b[1]) > 1 for a, b in steps)
     if not (ok_bounds and ok_holes and ok_legal):
         _explain_cells(paths, h, w, holes, reasons, ok_legal, ok_bounds, ok_holes)
+    return ok_legal, ok_bounds, ok_holes
 
-    agents = pr.agents if pr.agents is not None else list(range(len(paths)))
+
+def _end_checks(inst: Instance, paths: list, agents: list[int], reasons: dict[str, str]) -> tuple[bool, bool]:
+    """``(start_correct, goal_reached)`` over the parsed agents the instance has."""
+    k = inst.num_agents
     ok_start = True
     ok_goal = True
     for p, i in zip(paths, agents):
@@ -175,49 +204,41 @@ def _validate(inst: Instance, x: Any) -> Verdict:
         if ok_goal and p[-1] != inst.goals[i]:
             ok_goal = False
             reasons["goal_reached"] = f"agent {i + 1} ends at {p[-1]}, not its goal {inst.goals[i]}"
+    return ok_start, ok_goal
 
-    stated = pr.stated_agents()
-    ok_count = sorted(stated) == list(range(k)) and not pr.extra and not pr.repeated
-    if not ok_count:
-        reasons["agent_count"] = _count_reason(stated, k, pr.extra, pr.repeated)
 
-    ok_conf = True
+def _conflict_free(paths: list, reasons: dict[str, str]) -> bool:
+    """No vertex conflict (paths padded with their last cell) and no swap; the first conflict of
+    the first pair in ``reasons`` otherwise."""
     n = len(paths)
-    if n > 1:
-        T = max(len(p) for p in paths)
-        padded = [p + [p[-1]] * (T - len(p)) if len(p) < T else p for p in paths]
-        for i in range(n):
-            p = padded[i]
-            for j in range(i + 1, n):
-                q = padded[j]
-                if any(map(_eq, p, q)):
-                    t = next(t for t in range(T) if p[t] == q[t])
-                    reasons["conflict_free"] = f"agents {i + 1} and {j + 1} both at {p[t]} at t={t}"
-                    ok_conf = False
-                    break
-                if any(map(_eq, p[1:], q[:-1])):
-                    swaps = [t for t in range(1, T) if p[t] == q[t - 1] and q[t] == p[t - 1]]
-                    if swaps:
-                        t = swaps[0]
-                        reasons["conflict_free"] = (f"agents {i + 1} and {j + 1} swap "
-                                                    f"{p[t - 1]}<->{p[t]} at t={t}")
-                        ok_conf = False
-                        break
-            if not ok_conf:
-                break
+    if n <= 1:
+        return True
+    T = max(len(p) for p in paths)
+    padded = [p + [p[-1]] * (T - len(p)) if len(p) < T else p for p in paths]
+    for i in range(n):
+        p = padded[i]
+        for j in range(i + 1, n):
+            q = padded[j]
+            if any(map(_eq, p, q)):
+                t = next(t for t in range(T) if p[t] == q[t])
+                reasons["conflict_free"] = f"agents {i + 1} and {j + 1} both at {p[t]} at t={t}"
+                return False
+            if any(map(_eq, p[1:], q[:-1])):
+                swaps = [t for t in range(1, T) if p[t] == q[t - 1] and q[t] == p[t - 1]]
+                if swaps:
+                    t = swaps[0]
+                    reasons["conflict_free"] = (f"agents {i + 1} and {j + 1} swap "
+                                                f"{p[t - 1]}<->{p[t]} at t={t}")
+                    return False
+    return True
 
-    checks = {"parsable": True, "legal_move": ok_legal, "conflict_free": ok_conf,
-              "goal_reached": ok_goal, "start_correct": ok_start, "agent_count": ok_count,
-              "hole_free": ok_holes, "in_bounds": ok_bounds}
-    valid = ok_legal and ok_conf and ok_goal and ok_start and ok_count and ok_holes and ok_bounds
-    cost = None
-    optimal = False
-    if valid:
-        cost = 0
-        for p, g in zip(paths, inst.goals):
-            t = len(p) - 1
-            while t >= 0 and p[t] == g:
-                t -= 1
-            cost += t + 1
-        optimal = inst.optimal_cost is not None and cost == inst.optimal_cost
-    return Verdict(valid, checks, reasons, cost, inst.optimal_cost, optimal, len(paths), pr.format)
+
+def _sum_of_costs(paths: list, goals: list) -> int:
+    """Sum over agents of the time of the last arrival at the goal."""
+    cost = 0
+    for p, g in zip(paths, goals):
+        t = len(p) - 1
+        while t >= 0 and p[t] == g:
+            t -= 1
+        cost += t + 1
+    return cost

@@ -284,16 +284,7 @@ def child_main(settings: dict, prelude: dict, channel: int) -> None:
     """Body of a forked instance: confine itself, wait for its ``load`` request on its channel
     to the host, build the environment, then serve calls until EOF. Forked ahead of time."""
     rfd = wfd = channel
-    os.setsid()
-    null = os.open("/dev/null", os.O_RDWR)
-    os.dup2(null, 1)
-    os.dup2(null, 2)
-    os.close(null)
-    set_limit("RLIMIT_AS", settings["memory_mb"] << 20)
-    set_limit("RLIMIT_CPU", settings["instance_cpu_s"])
-    captured = CappedText(settings["max_output_chars"])
-    sys.stdout = sys.stderr = captured
-    tb_limit = settings["max_traceback_chars"]
+    captured = _confine(settings)
     try:
         request = json.loads(read_frame(rfd, settings["max_request_bytes"]))
     except FrameError:
@@ -311,25 +302,54 @@ def child_main(settings: dict, prelude: dict, channel: int) -> None:
     if request.get("op") != "load":
         reply(error("bad_call", "the first request to an instance must be 'load'"))
         return
+    env = _load(request, prelude, settings, reply)
+    if env is not None:
+        _serve(env, rfd, settings, reply)
+
+
+def _confine(settings: dict) -> CappedText:
+    """New session, stdout/stderr to /dev/null then into a capped buffer (returned), memory and
+    CPU limits of one instance."""
+    os.setsid()
+    null = os.open("/dev/null", os.O_RDWR)
+    os.dup2(null, 1)
+    os.dup2(null, 2)
+    os.close(null)
+    set_limit("RLIMIT_AS", settings["memory_mb"] << 20)
+    set_limit("RLIMIT_CPU", settings["instance_cpu_s"])
+    captured = CappedText(settings["max_output_chars"])
+    sys.stdout = sys.stderr = captured
+    return captured
+
+
+def _load(request: dict, prelude: dict, settings: dict, reply) -> object | None:
+    """Run the program on the prelude and instantiate its environment class; the reply says
+    which class, or what failed (then ``None``)."""
+    tb_limit = settings["max_traceback_chars"]
     namespace = dict(prelude)
     namespace.update(__name__=ENV_MODULE, __builtins__=make_env_builtins(settings))
     try:
         exec(compile(request["source"], "<environment>", "exec"), namespace)
     except BaseException as exc:  # noqa: BLE001 - everything the program raises is reported
         reply(describe_exception(exc, tb_limit))
-        return
+        return None
     try:
         env_class = find_env_class(namespace, request.get("class_name"))
     except LookupError as exc:
         reply(error("bad_program", str(exc)))
-        return
+        return None
     try:
         env = env_class()
     except BaseException as exc:  # noqa: BLE001
         reply(describe_exception(exc, tb_limit))
-        return
+        return None
     reply({"ok": True, "value": env_class.__name__})
+    return env
 
+
+def _serve(env, rfd: int, settings: dict, reply) -> None:
+    """Answer ``reset`` / ``step`` / ``call`` requests until the host closes the channel."""
+    tb_limit = settings["max_traceback_chars"]
     while True:
         try:
             message = json.loads(read_frame(rfd, settings["max_request_bytes"]))

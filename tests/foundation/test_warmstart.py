@@ -92,7 +92,7 @@ def test_cached_warm_start_trains_once_and_reloads_identical_weights(tiny_model_
 def test_supplied_examples_train_a_testbed_without_reference_answers(tiny_model_dir):
     import pytest
 
-    from testbeds.heldout.testbed import SpadeTestbed, SpadeTestbedConfig
+    from testbeds.spade.testbed import SpadeTestbed, SpadeTestbedConfig
 
     testbed = SpadeTestbed(SpadeTestbedConfig())  # no reference answers of its own
     model, tokenizer = load_model(ModelConfig(name_or_path=str(tiny_model_dir)))
@@ -145,7 +145,7 @@ def test_micro_batches_make_the_same_update_as_one_pass(tiny_model_dir):
     """batch_size 4 in passes of 1 (gradient accumulation) = batch_size 4 in one pass, up to rounding."""
     import torch
 
-    from testbeds.heldout.testbed import SpadeTestbed, SpadeTestbedConfig
+    from testbeds.spade.testbed import SpadeTestbed, SpadeTestbedConfig
 
     testbed = SpadeTestbed(SpadeTestbedConfig())
     weights = []
@@ -174,7 +174,7 @@ def test_micro_batches_make_the_same_update_as_one_pass(tiny_model_dir):
 def test_a_long_example_keeps_its_completion(tiny_model_dir):
     """A prompt past TRL's default cut (1,024 tokens) still trains on its completion: a SPADE design
     prompt with its document is up to ~1,500 tokens, and the design is the completion."""
-    from testbeds.heldout.testbed import SpadeTestbed, SpadeTestbedConfig
+    from testbeds.spade.testbed import SpadeTestbed, SpadeTestbedConfig
 
     testbed = SpadeTestbed(SpadeTestbedConfig())
     model, tokenizer = load_model(ModelConfig(name_or_path=str(tiny_model_dir)))
@@ -192,7 +192,7 @@ def test_a_decayed_schedule_moves_the_weights_less_than_a_constant_one(tiny_mode
     (the last of 3 steps runs at 1/3 of the peak), so the weights end nearer the start."""
     import torch
 
-    from testbeds.heldout.testbed import SpadeTestbed, SpadeTestbedConfig
+    from testbeds.spade.testbed import SpadeTestbed, SpadeTestbedConfig
 
     testbed = SpadeTestbed(SpadeTestbedConfig())
     start, _ = load_model(ModelConfig(name_or_path=str(tiny_model_dir)))

@@ -195,7 +195,7 @@ def test_frozen_base_designer_marks_designs_untrainable(tmp_path):
     """``designer: base`` (the frozen-designer ablation): the base model writes, and its designs
     reach the trainer as ``trainable: false`` (played and scored, never trained on)."""
     from curriculum.core.pool import pool_item
-    from testbeds.heldout.testbed import SpadeProposal, SpadeTestbed, SpadeTestbedConfig
+    from testbeds.spade.testbed import SpadeProposal, SpadeTestbed, SpadeTestbedConfig
 
     outputs = [fixture("games_guess_ok.out")]
     (tmp_path / "p").mkdir()
@@ -242,7 +242,7 @@ def test_play_outcomes_reach_memory_through_the_round_record_and_the_pool_is_sav
     from curriculum.core.pool import EnvOutcome, load_pool
     from curriculum.core.records import RoundReport
     from curriculum.core.types import EvalReport
-    from testbeds.heldout.testbed import SpadeTestbed, SpadeTestbedConfig
+    from testbeds.spade.testbed import SpadeTestbed, SpadeTestbedConfig
 
     policy = ScriptedPolicy([fixture("games_guess_ok.out"), fixture("bad_syntax.out")])
     engineer = make_engineer(tmp_path)

@@ -138,7 +138,7 @@ def test_structured_mode_is_for_games_only():
 
 @pytest.mark.parametrize("setting", ["games", "tools"])
 def test_seed_library_as_initial_pool(setting):
-    from testbeds.heldout.testbed import SpadeTestbedConfig, load_initial_pool
+    from testbeds.spade.testbed import SpadeTestbedConfig, load_initial_pool
 
     pool = load_initial_pool("seed_library", SpadeTestbedConfig(setting=setting))
     assert [e.program for e in pool] == [s.program for s in seed_library(setting)]

@@ -107,7 +107,7 @@ def test_fixed_reasoning_gym_environments_disjoint_from_eval(tool_pool):
 
 def test_pool_testbed_round_trip():
     from curriculum.core.pool import pool_item
-    from testbeds.heldout.testbed import SpadeProposal, SpadeTestbed, SpadeTestbedConfig
+    from testbeds.spade.testbed import SpadeProposal, SpadeTestbed, SpadeTestbedConfig
 
     tb = SpadeTestbed(SpadeTestbedConfig())
     raw = {"environments": [{"hash": "h1", "setting": "games", "skill": "logic", "hint": "x", "program": "class AEnv: pass"},
@@ -124,7 +124,7 @@ def test_pool_testbed_round_trip():
 
 
 def test_pool_testbed_keeps_previous_on_unusable_raw():
-    from testbeds.heldout.testbed import SpadeProposal, SpadeTestbed, SpadeTestbedConfig
+    from testbeds.spade.testbed import SpadeProposal, SpadeTestbed, SpadeTestbedConfig
 
     tb = SpadeTestbed(SpadeTestbedConfig())
     previous = SpadeProposal(environments=[{"hash": "h", "program": "x"}])

@@ -205,15 +205,7 @@ def play(pool: Any, envs: Sequence[PoolEnvironment], model: TurnModel, config: P
     the whole set."""
     from testbeds.sandbox import SandboxFailure
 
-    G = config.episodes_per_condition
-    episodes: list[Episode] = []
-    owners: list[PoolEnvironment] = []
-    for index, env in zip(indices if indices is not None else range(len(envs)), envs, strict=True):
-        seeds = episode_seeds(seed, index, G)
-        for hinted in (False, True):
-            for s in seeds:
-                episodes.append(Episode(env_id=env.hash, hinted=hinted, seed=s))
-                owners.append(env)
+    episodes, owners = _new_episodes(envs, indices, seed, config.episodes_per_condition)
     workers = threads or getattr(getattr(pool, "config", None), "workers", 1) or 1
 
     def run(i: int) -> tuple[int, Any, Any]:
@@ -224,67 +216,95 @@ def play(pool: Any, envs: Sequence[PoolEnvironment], model: TurnModel, config: P
             return i, None, exc.failure.kind
 
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="spade-play") as executor:
-        # -- reset every episode -----------------------------------------------------------------
-        for i, result, failure in executor.map(run, range(len(episodes))):
-            ep = episodes[i]
-            if failure is not None:
-                ep.end = f"env_failure:{failure}"
-                continue
-            first, _ = result
-            ep.observations.append(first.obs)
-            ep.prompt_ids = model.prompt_ids(first_messages(owners[i], first.obs, first.info, ep.hinted, config))
-
+        for i, result, failure in executor.map(run, range(len(episodes))):  # reset every episode
+            _start(episodes[i], owners[i], result, failure, model, config)
         closed: dict[int, bool] = {}  # episode → its last agent turn ended with end-of-turn
         for turn in range(config.max_turns):
             live = [i for i, ep in enumerate(episodes) if not ep.end]
             if not live:
                 break
-            budget = [config.max_episode_tokens - len(episodes[i].completion_ids) for i in live]
-            outs = model.generate([episodes[i].prompt_ids + episodes[i].completion_ids for i in live],
-                                  max_new_tokens=max(1, min(config.max_new_tokens_per_turn, max(budget))),
-                                  temperature=config.temperature, seed=seed * 1000 + turn)
-            for i, out, left in zip(live, outs, budget, strict=True):
-                ep = episodes[i]
-                ids, lps = out.ids[:max(left, 0)], out.logprobs[:max(left, 0)]
-                ep.completion_ids += ids
-                ep.env_mask += [1] * len(ids)
-                ep.logprobs += lps
-                ep.texts.append(out.text)
-                ep.actions.append(action_from_text(out.text, owners[i].setting, config))
-                closed[i] = out.finished and len(ids) == len(out.ids)
-            # -- parallel environment steps (replayed) ---------------------------------------------
-            for i, result, failure in executor.map(run, live):
-                ep = episodes[i]
-                if failure is not None:
-                    ep.end = f"env_failure:{failure}"
-                    continue
-                first, steps = result
-                recorded = ep.observations
-                replayed = [first.obs] + [s.obs for s in steps[:-1]]
-                if replayed != recorded:
-                    ep.end = "nondeterministic"
-                    continue
-                last = steps[-1]
-                ep.rewards.append(last.reward)
-                ep.observations.append(last.obs)
-                if last.terminated or last.truncated:
-                    ep.won = _won(last)
-                    ep.end = "terminated" if last.terminated else "truncated"
-                    continue
-                if turn + 1 >= config.max_turns:
-                    ep.end = "max_turns"
-                    continue
-                env_ids = model.env_turn_ids(last.obs, closed=closed.get(i, False))
-                if len(ep.completion_ids) + len(env_ids) >= config.max_episode_tokens:
-                    ep.end = "token_budget"
-                    continue
-                ep.completion_ids += env_ids
-                ep.env_mask += [0] * len(env_ids)
-                ep.logprobs += [0.0] * len(env_ids)
+            _agent_turn(model, episodes, owners, live, config, seed=seed, turn=turn, closed=closed)
+            for i, result, failure in executor.map(run, live):  # parallel environment steps (replayed)
+                _env_turn(episodes[i], result, failure, model, config, last_turn=turn + 1 >= config.max_turns,
+                          closed=closed.get(i, False))
         for ep in episodes:
             if not ep.end:
                 ep.end = "max_turns"
     return episodes
+
+
+def _new_episodes(envs: Sequence[PoolEnvironment], indices: Sequence[int] | None, seed: int,
+                  G: int) -> tuple[list[Episode], list[PoolEnvironment]]:
+    """The step's episodes (env order, unhinted first) and the environment of each."""
+    episodes: list[Episode] = []
+    owners: list[PoolEnvironment] = []
+    for index, env in zip(indices if indices is not None else range(len(envs)), envs, strict=True):
+        seeds = episode_seeds(seed, index, G)
+        for hinted in (False, True):
+            for s in seeds:
+                episodes.append(Episode(env_id=env.hash, hinted=hinted, seed=s))
+                owners.append(env)
+    return episodes, owners
+
+
+def _start(ep: Episode, env: PoolEnvironment, result: Any, failure: str | None, model: TurnModel,
+           config: PlayConfig) -> None:
+    """Record an episode's reset: its first observation and its prompt (or the sandbox failure)."""
+    if failure is not None:
+        ep.end = f"env_failure:{failure}"
+        return
+    first, _ = result
+    ep.observations.append(first.obs)
+    ep.prompt_ids = model.prompt_ids(first_messages(env, first.obs, first.info, ep.hinted, config))
+
+
+def _agent_turn(model: TurnModel, episodes: list[Episode], owners: list[PoolEnvironment], live: list[int],
+                config: PlayConfig, *, seed: int, turn: int, closed: dict[int, bool]) -> None:
+    """One batched generation for the live episodes: their completions and next actions."""
+    budget = [config.max_episode_tokens - len(episodes[i].completion_ids) for i in live]
+    outs = model.generate([episodes[i].prompt_ids + episodes[i].completion_ids for i in live],
+                          max_new_tokens=max(1, min(config.max_new_tokens_per_turn, max(budget))),
+                          temperature=config.temperature, seed=seed * 1000 + turn)
+    for i, out, left in zip(live, outs, budget, strict=True):
+        ep = episodes[i]
+        ids, lps = out.ids[:max(left, 0)], out.logprobs[:max(left, 0)]
+        ep.completion_ids += ids
+        ep.env_mask += [1] * len(ids)
+        ep.logprobs += lps
+        ep.texts.append(out.text)
+        ep.actions.append(action_from_text(out.text, owners[i].setting, config))
+        closed[i] = out.finished and len(ids) == len(out.ids)
+
+
+def _env_turn(ep: Episode, result: Any, failure: str | None, model: TurnModel, config: PlayConfig, *,
+              last_turn: bool, closed: bool) -> None:
+    """Record the environment's answer to the episode's last action (replayed from a fresh
+    instance): reward and observation, the episode's end, or the observation's tokens appended."""
+    if failure is not None:
+        ep.end = f"env_failure:{failure}"
+        return
+    first, steps = result
+    replayed = [first.obs] + [s.obs for s in steps[:-1]]
+    if replayed != ep.observations:
+        ep.end = "nondeterministic"
+        return
+    last = steps[-1]
+    ep.rewards.append(last.reward)
+    ep.observations.append(last.obs)
+    if last.terminated or last.truncated:
+        ep.won = _won(last)
+        ep.end = "terminated" if last.terminated else "truncated"
+        return
+    if last_turn:
+        ep.end = "max_turns"
+        return
+    env_ids = model.env_turn_ids(last.obs, closed=closed)
+    if len(ep.completion_ids) + len(env_ids) >= config.max_episode_tokens:
+        ep.end = "token_budget"
+        return
+    ep.completion_ids += env_ids
+    ep.env_mask += [0] * len(env_ids)
+    ep.logprobs += [0.0] * len(env_ids)
 
 
 def summarise(envs: Sequence[PoolEnvironment], episodes: Sequence[Episode]) -> dict[str, dict[str, Any]]:
