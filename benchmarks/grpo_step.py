@@ -28,8 +28,9 @@ bandwidth and per-token overhead at small batch, not FLOPs, so its ratio is far 
 true``, TRL's colocated engine; run it in the vLLM environment, ``.venv-vllm``). The vLLM rows
 split the step into generation (``vllm.LLM.generate``: prefill counted once per distinct prompt, the
 engine's prefix cache shares the repeats), weight sync (the trainer's weights into the engine
-before the step's rollouts, ``sync_weights``), forward, backward, optimizer and other (TRL's
-recomputation of the sampler's log-probs for the importance-sampling correction is in other). The
+before the step's rollouts, ``sync_weights``), logp recomp (TRL's no-grad forward over the sampled
+batch: the trainer's log-probs for the importance-sampling correction, floor 2·N per token with
+the head on the completion positions), forward, backward, optimizer and other. The
 generation floor uses the GEMM rate in the engine's dtype (bf16 when it runs bf16); the sync has
 no FLOP floor. The engine's start-up (one per round) falls outside the step and is printed apart.
 ``--quick``: a smoke test on a tiny random-init Llama (``tests/conftest.save_tiny_llama``), 2
@@ -170,6 +171,7 @@ def instrument(timers: Timers) -> None:
 
 def instrument_vllm(timers: Timers) -> None:
     """Time TRL's colocated vLLM engine: its ``generate`` calls and its weight syncs."""
+    from trl import GRPOTrainer
     from trl.generation.vllm_generation import VLLMGeneration
     from vllm import LLM
 
@@ -182,6 +184,23 @@ def instrument_vllm(timers: Timers) -> None:
         timers.count["generate_rows"] += len(ids)
 
     timers.wrap(LLM, "generate", "generation", count_generation)
+    # TRL's no-grad forward over the sampled batch (the trainer's log-probs for the
+    # importance-sampling correction); the loss' own forward calls the same method, inside "forward".
+    original_logps = GRPOTrainer._get_per_token_logps_and_entropies
+
+    def recompute(self: Any, model: Any, input_ids: Any, attention_mask: Any, logits_to_keep: int,
+                  *args: Any, **kwargs: Any) -> Any:
+        if timers.active["forward"]:
+            return original_logps(self, model, input_ids, attention_mask, logits_to_keep, *args, **kwargs)
+        timers.count["recompute_tokens"] += input_ids.numel()
+        timers.count["recompute_head_tokens"] += input_ids.shape[0] * logits_to_keep
+        t0 = time.perf_counter()
+        try:
+            return original_logps(self, model, input_ids, attention_mask, logits_to_keep, *args, **kwargs)
+        finally:
+            timers.seconds["recompute"] += time.perf_counter() - t0
+
+    GRPOTrainer._get_per_token_logps_and_entropies = recompute
     timers.wrap(VLLMGeneration, "sync_weights", "sync", lambda *a, **k: timers.count.__setitem__(
         "syncs", timers.count["syncs"] + 1))
     original = grpo.sync_colocated_through_reload
@@ -221,7 +240,8 @@ def report(title: str, timers: Timers, steps: int, sizes: tuple[int, int, int, b
     s, c = timers.seconds, timers.count
     params, head, body, head_trains = sizes
     total = s["step"] + s["optimizer"]  # training_step holds generation, sync, forward and backward
-    other = total - s["generation"] - s["sync"] - s["forward"] - s["backward"] - s["optimizer"]
+    other = (total - s["generation"] - s["sync"] - s["recompute"] - s["forward"] - s["backward"]
+             - s["optimizer"])
     forward_flops = 2 * (params - head) * c["train_tokens"] + 2 * head * c["head_tokens"]
     # Input and weight gradients of the trainable layers; the head's input gradient always, its
     # weight gradient when it trains (frozen layers below the lowest trainable one: nothing).
@@ -233,12 +253,15 @@ def report(title: str, timers: Timers, steps: int, sizes: tuple[int, int, int, b
     gen_scale = rate / gen_rate if gen_rate else 1.0  # generation's floor at its own rate
     rows = [("generation", s["generation"], gen_flops * gen_scale),
             *([("weight sync", s["sync"], None)] if c["syncs"] else []),
+            *([("logp recomp", s["recompute"], 2 * (params - head) * c["recompute_tokens"]
+                + 2 * head * c["recompute_head_tokens"])] if c["recompute_tokens"] else []),
             ("fwd+bwd", s["forward"] + s["backward"], train_flops),
             ("  forward", s["forward"], forward_flops),
             ("  backward", s["backward"], backward_flops),
             ("optimizer", s["optimizer"], None),
             ("other", other, None),
-            ("total", total, train_flops + gen_flops * gen_scale)]
+            ("total", total, train_flops + gen_flops * gen_scale + 2 * (params - head) * c["recompute_tokens"]
+             + 2 * head * c["recompute_head_tokens"])]
     for name, seconds, flops in rows:
         per = seconds / steps
         if flops:
@@ -311,6 +334,7 @@ def main() -> None:
     trainer = build_trainer(config, testbed)
     bf16 = trainer.bf16
     rate = matmul_rate(threads, bf16=bf16)
+    other_rate = matmul_rate(threads, bf16=not bf16)  # for a vLLM engine in the other precision
     print(f"config {args.config.name}; torch {torch.__version__}, {threads} thread(s); "
           f"{'bf16' if bf16 else 'fp32'} GEMM floor rate {rate / 1e9:.0f} GFLOP/s")
     trainer.setup(None)
@@ -358,7 +382,7 @@ def main() -> None:
 
             llm = trainer._trl.vllm_generation.llm
             engine_bf16 = getattr(getattr(llm, "model_config", None), "dtype", None) == torch.bfloat16
-            gen_rate = matmul_rate(threads, bf16=engine_bf16)
+            gen_rate = rate if engine_bf16 == bf16 else other_rate  # both measured before any engine started
             print(f"vLLM engine dtype {llm.model_config.dtype}; its GEMM floor rate {gen_rate / 1e9:.0f} GFLOP/s")
             trainer._trl = None  # the engine goes with TRL's trainer
         report(f"GRPO step, {engine} rollouts ({cfg.prompts_per_step} prompts x {cfg.num_generations} samples, "

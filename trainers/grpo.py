@@ -114,7 +114,8 @@ class GRPOConfig(PluginConfig):
     ``vllm_importance_sampling_mode``): the loss of each token is multiplied by the ratio
     rho = exp(logp_trainer - logp_sampler), per token (``token_*``) or as one ratio per completion,
     the exp of the summed differences (``sequence_*``); ``*_truncate`` clips rho at
-    ``vllm_importance_sampling_cap``, ``*_mask`` sets a rho above the cap to 0. ``off``: no
+    ``vllm_importance_sampling_cap`` (and raises it to the floor), ``*_mask`` sets a rho outside
+    [floor, cap] to 0. ``off``: no
     correction. Only used with ``use_vllm``."""
     vllm_importance_sampling_cap: float = Field(3.0, gt=1.0)
     """Upper bound C of the importance-sampling ratio (TRL's ``vllm_importance_sampling_clip_max``)."""
