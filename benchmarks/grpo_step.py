@@ -250,22 +250,23 @@ def report(title: str, timers: Timers, steps: int, sizes: tuple[int, int, int, b
     gen_flops = 2 * params * (c["prompt_tokens"] + c["generated_slots"])
     print(f"\n== {title}: {steps} step(s), per step ==")
     print(f"{'phase':<12}{'seconds':>9}{'share':>8}{'GFLOP':>10}{'floor s':>9}{'ratio':>8}")
-    gen_scale = rate / gen_rate if gen_rate else 1.0  # generation's floor at its own rate
-    rows = [("generation", s["generation"], gen_flops * gen_scale),
-            *([("weight sync", s["sync"], None)] if c["syncs"] else []),
-            *([("logp recomp", s["recompute"], 2 * (params - head) * c["recompute_tokens"]
-                + 2 * head * c["recompute_head_tokens"])] if c["recompute_tokens"] else []),
-            ("fwd+bwd", s["forward"] + s["backward"], train_flops),
-            ("  forward", s["forward"], forward_flops),
-            ("  backward", s["backward"], backward_flops),
-            ("optimizer", s["optimizer"], None),
-            ("other", other, None),
-            ("total", total, train_flops + gen_flops * gen_scale + 2 * (params - head) * c["recompute_tokens"]
-             + 2 * head * c["recompute_head_tokens"])]
-    for name, seconds, flops in rows:
+    recompute_flops = 2 * (params - head) * c["recompute_tokens"] + 2 * head * c["recompute_head_tokens"]
+    gen_floor_s = gen_flops / (gen_rate or rate)  # generation at its engine's rate
+    rows = [("generation", s["generation"], gen_flops, gen_floor_s),
+            *([("weight sync", s["sync"], None, None)] if c["syncs"] else []),
+            *([("logp recomp", s["recompute"], recompute_flops, recompute_flops / rate)]
+              if c["recompute_tokens"] else []),
+            ("fwd+bwd", s["forward"] + s["backward"], train_flops, train_flops / rate),
+            ("  forward", s["forward"], forward_flops, forward_flops / rate),
+            ("  backward", s["backward"], backward_flops, backward_flops / rate),
+            ("optimizer", s["optimizer"], None, None),
+            ("other", other, None, None),
+            ("total", total, train_flops + gen_flops + recompute_flops,
+             (train_flops + recompute_flops) / rate + gen_floor_s)]
+    for name, seconds, flops, floor_s in rows:
         per = seconds / steps
         if flops:
-            floor = flops / rate / steps
+            floor = floor_s / steps
             print(f"{name:<12}{per:9.2f}{per / total * steps:8.0%}{flops / steps / 1e9:10.0f}"
                   f"{floor:9.2f}{per / floor:8.2f}")
         else:
