@@ -25,14 +25,10 @@ from pydantic import (
     model_validator,
 )
 
-from curriculum.core.config import StrictModel
+from curriculum.core.config import ConfigError, StrictModel
+from curriculum.core.policy import GenerationConfig, ModelConfig
 from curriculum.registry import ENGINEERS, TESTBEDS, TRAINERS, MisfitError, Registry, UnknownName, resolve_names
-from trainers.generation import GenerationConfig
-from trainers.models import ModelConfig
-
-
-class ConfigError(ValueError):
-    """A config that cannot be used; the message is meant for the user as is."""
+from curriculum.userfiles import read_user_text
 
 
 _SECTIONS: dict[str, Registry] = {"engineer": ENGINEERS, "testbed": TESTBEDS, "trainer": TRAINERS}
@@ -222,8 +218,6 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
     directory, no permission, not UTF-8), one over ``MAX_CONFIG_BYTES`` (checked before parsing),
     bad YAML, an empty file (nothing but blanks or comments: write ``{}`` to mean the library
     defaults) or a non-mapping."""
-    from curriculum.userfiles import read_user_text
-
     try:
         size = Path(path).stat().st_size
     except OSError:

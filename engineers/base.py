@@ -84,6 +84,12 @@ class Engineer(ABC):
         (``--dry-run``'s time estimate); engineers that ask no model return (0, 0, 0)."""
         return 0, 0, 0
 
+    @classmethod
+    def plan_lines(cls, config: BaseModel) -> list[str]:
+        """``--dry-run``'s plan lines of this engineer (e.g. which documents it will read), from its
+        config section alone; default none."""
+        return []
+
     # -- hooks (do nothing by default) ----------------------------------------------------------
     def on_run_start(self, testbed: Testbed, initial_proposal: BaseModel) -> None:
         """Called once when a run starts or resumes."""

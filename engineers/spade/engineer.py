@@ -63,6 +63,13 @@ class SpadeEngineer(Engineer):
     shapes_round0 = True
     """The designer's warm-start examples make round 0 SPADE's own."""
 
+    @classmethod
+    def plan_lines(cls, config: SpadeEngineerConfig) -> list[str]:  # type: ignore[override]
+        """Which documents the design calls will read (``corpus_plan``)."""
+        from engineers.spade.corpus import corpus_plan
+
+        return [f"  corpus: {corpus_plan(config.corpus, config.setting)}"]
+
     def __init__(self, config: SpadeEngineerConfig, *, run_dir: str | None = None) -> None:
         super().__init__(config, run_dir=run_dir)
         self.config: SpadeEngineerConfig = config
