@@ -18,6 +18,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.syntax import Syntax
 from rich.table import Table
 
+from curriculum.core.commands import fail  # noqa: F401 - the controller's commands refuse the same way
 from curriculum.core.records import RoundReport, suite_label
 from curriculum.core.types import EvalReport
 
@@ -25,13 +26,6 @@ from curriculum.core.types import EvalReport
 _SUMMARY_KEYS = ("train/mean_reward", "train/valid_rate", "train/steps", "train/seconds")
 """Training metrics every summary shows; SPADE's ``spade/*`` metrics (designer reward parts,
 regret, win rates with and without hint, admission by reason) are added when present."""
-
-
-def fail(message: str, code: int = 2) -> None:
-    """Print ``error: message`` on stderr and exit with ``code`` (the CLI's one way to refuse)."""
-    Console(stderr=True).print(f"[bold red]error:[/] {escape(message)}", highlight=False,
-                               soft_wrap=True)
-    raise typer.Exit(code)
 
 
 class QuietReporter:

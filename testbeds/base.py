@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -35,6 +36,9 @@ from pydantic import BaseModel
 
 from curriculum.core.spaces import ProposalSpace
 from curriculum.core.types import Change, Completion, EvalReport, Policy, Task
+
+REPOSITORY = Path(__file__).resolve().parents[1]
+"""The checkout the shipped configs (``configs/``) live in."""
 
 
 class Testbed(ABC):
@@ -109,6 +113,17 @@ class Testbed(ABC):
         """(prompts, new tokens per prompt) one ``evaluate`` call generates, from the config alone
         (``--dry-run``'s time estimate); (0, 0) when unknown."""
         return 0, 0
+
+    compare_configs: ClassVar[dict[str, str]] = {}
+    """Trainer name → the shipped run config (relative to the repository root) that ``curriculum
+    compare`` starts from on this testbed when no ``--config`` is given."""
+
+    @classmethod
+    def compare_config(cls, trainer: str) -> Path | None:
+        """The base config ``curriculum compare`` uses for ``trainer`` on this testbed without
+        ``--config`` (``compare_configs``); ``None``: none shipped (the library defaults)."""
+        relative = cls.compare_configs.get(trainer)
+        return REPOSITORY / relative if relative is not None else None
 
     def reference_answer(self, task: Task) -> str | None:
         """A correct answer to ``task`` in the format the prompt asks for, if the testbed knows

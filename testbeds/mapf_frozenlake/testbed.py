@@ -306,6 +306,10 @@ class MAPFTestbed(Testbed):
     def eval_tasks(self, suite: str = "validation") -> list[Task]:
         return [self.task_of(i) for i in self.eval_instances(suite)]
 
+    compare_configs: ClassVar[dict[str, str]] = {
+        "simulated": "configs/mapf_simulated.yaml", "grpo": "configs/mapf_compare_cpu.yaml",
+        "small": "configs/mapf_small.yaml"}
+
     @classmethod
     def eval_budget(cls, config: BaseModel, default_max_new_tokens: int) -> tuple[int, int]:
         prompts = len(config.eval_agents) * config.eval_instances_per_size * len(config.eval_sizes)

@@ -306,6 +306,8 @@ class ReasoningGymTestbed(Testbed):
             self._suites[suite] = tasks
         return self._suites[suite]
 
+    compare_configs: ClassVar[dict[str, str]] = {"simulated": "configs/reasoning_gym_simulated.yaml"}
+
     @classmethod
     def eval_budget(cls, config: BaseModel, default_max_new_tokens: int) -> tuple[int, int]:
         """``eval_per_bucket`` prompts for every (task, level), at the policy's completion budget."""
