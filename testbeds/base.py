@@ -34,6 +34,7 @@ from typing import Any, ClassVar
 import numpy as np
 from pydantic import BaseModel
 
+from curriculum.core.presets import Preset
 from curriculum.core.spaces import ProposalSpace
 from curriculum.core.types import Change, Completion, EvalReport, Policy, Task
 
@@ -113,6 +114,11 @@ class Testbed(ABC):
         """(prompts, new tokens per prompt) one ``evaluate`` call generates, from the config alone
         (``--dry-run``'s time estimate); (0, 0) when unknown."""
         return 0, 0
+
+    presets: ClassVar[tuple[Preset, ...]] = ()
+    """The shipped run configs for this testbed, by machine, trainer and engineer: what ``curriculum
+    run`` without ``--config`` starts from (``curriculum.presets.choose_preset``; the first that
+    fits wins, one written for the engineer before a generic one)."""
 
     compare_configs: ClassVar[dict[str, str]] = {}
     """Trainer name → the shipped run config (relative to the repository root) that ``curriculum
