@@ -72,6 +72,7 @@ SIMULATED_NOTICE = ("SIMULATED LEARNER: these numbers come from trainers/simulat
                     "under that model and are not results of any language model.")
 """Stated in the table title and ``compare.json`` whenever the trainer is ``simulated``."""
 
+
 @dataclass
 class CompareSpec:
     """One comparison: what ``curriculum compare`` parses its arguments into."""

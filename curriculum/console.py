@@ -11,7 +11,6 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import typer
 from rich.console import Console, Group
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn

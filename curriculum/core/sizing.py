@@ -26,6 +26,8 @@ TRAIN_UTILISATION = 0.35
 """Assumed share of peak FLOP/s reached by the training forward and backward passes."""
 LOGITS_TILE_TOKENS, LOGITS_TILE_VOCAB = 4096, 32768
 """TRL's fused LM head tile (``trl/kernels/chunked_logprob.py``, ``_CHUNKED_LOGPROB_CHUNK_SIZE``)."""
+
+
 @dataclass(frozen=True)
 class GPU:
     """A GPU model: memory and dense bf16 tensor throughput (vendor data sheets)."""
