@@ -7,7 +7,9 @@ contracts declared in ``pyproject.toml``):
 2. ``testbeds`` (kernel only), ``engineers`` and ``trainers`` (kernel and testbeds; neither
    imports the other);
 3. the controller — every other module of ``curriculum`` (config, registry, loop, run dir, CLI,
-   compare, report); nothing below imports it.
+   compare, report); nothing below imports it, and it names no plugin: it reaches them through
+   the registry's lazy entries and their base types, asking each what it costs, which configs it
+   ships and which commands it adds through methods on those base types.
 
 Modules:
 
