@@ -86,12 +86,12 @@ class RunConfig(StrictModel):
 
     model: ModelConfig = Field(default_factory=ModelConfig)
     """The starting policy."""
-    trainer: SerializeAsAny[BaseModel] = Field(default_factory=lambda: {"name": "grpo"})
-    """The learner (``grpo`` or ``simulated``) and its hyper-parameters."""
-    testbed: SerializeAsAny[BaseModel] = Field(default_factory=lambda: {"name": "mapf_frozenlake"})
-    """The environment family and its eval suites."""
-    engineer: SerializeAsAny[BaseModel] = Field(default_factory=lambda: {"name": "random"})
-    """The environment engineer that designs each next round."""
+    trainer: SerializeAsAny[BaseModel] = Field(default_factory=lambda: {"name": resolve_names()[2]})
+    """The learner and its hyper-parameters (default: the first registered trainer that fits the testbed)."""
+    testbed: SerializeAsAny[BaseModel] = Field(default_factory=lambda: {"name": resolve_names()[1]})
+    """The environment family and its eval suites (default: the first registered testbed the engineer fits)."""
+    engineer: SerializeAsAny[BaseModel] = Field(default_factory=lambda: {"name": resolve_names()[0]})
+    """The environment engineer that designs each next round (default: ``registry.DEFAULT_ENGINEER``)."""
     generation: GenerationConfig = Field(default_factory=GenerationConfig)
     """Generation settings for evaluation and for engineers that query a model."""
     rounds: int = Field(3, ge=0, le=10_000)
