@@ -171,9 +171,9 @@ def show(
     (SPADE) the environments it designed."""
     try:
         if envs or env is not None:
-            from curriculum.cli_spade import env_panel, envs_table, list_envs, show_env
+            from curriculum.show import engineer_view
 
-            console.print(env_panel(show_env(run_dir, env)) if env is not None else envs_table(list_envs(run_dir)))
+            console.print(engineer_view(run_dir, env))
             return
         from curriculum.show import show_run
 
@@ -202,17 +202,27 @@ def doctor(run_dir: Annotated[Path, typer.Argument(help="A run directory.")]) ->
 
 
 def _mount_subapps() -> None:
+    """Each plugin's sub-commands, as its registry entry declares them (``curriculum.core.commands``),
+    then the controller's own top-level commands that live next to their library code."""
     import importlib
     import importlib.util
 
-    for name, module in (("mapf", "curriculum.cli_mapf"), ("sandbox", "curriculum.cli_sandbox"),
-                         ("spade", "curriculum.cli_spade")):
-        if importlib.util.find_spec(module) is not None:
-            app.add_typer(importlib.import_module(module).app, name=name)
+    from curriculum.core.commands import CommandHost
+    from curriculum.registry import load_commands, mounted_commands
+
+    host = CommandHost(run_history=_run_history)
+    for name, entry, target in mounted_commands():
+        app.add_typer(load_commands(entry, target)(host), name=name)
     # Top-level commands that live next to their library code (compare, report).
     for module in ("curriculum.cli_bench",):
         if importlib.util.find_spec(module) is not None:
             importlib.import_module(module).register(app)
+
+
+def _run_history(run_dir: Path) -> list:
+    from curriculum.rundir import RunDir
+
+    return RunDir(run_dir).history()
 
 
 _mount_subapps()

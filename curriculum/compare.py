@@ -1,9 +1,9 @@
 """Controlled engineer benchmarks: every engineer, identical seeds, budget, eval suites and start.
 
 For engineers E and seeds 0..N−1, run (e, s) is ``curriculum run`` with one shared base config
-(the ``--config`` file, or ``DEFAULT_CONFIGS``' file for the trainer: ``configs/mapf_simulated.yaml``
-for the simulated trainer, ``configs/mapf_small.yaml`` for the small one; plus the
-``--set`` overrides) in which only ``engineer`` differs. Seed s fixes the round-0 proposal, every
+(the ``--config`` file, or the testbed's shipped config for the trainer, ``Testbed.compare_config``:
+on MAPF ``configs/mapf_simulated.yaml`` for the simulated trainer, ``configs/mapf_small.yaml`` for
+the small one; plus the ``--set`` overrides) in which only ``engineer`` differs. Seed s fixes the round-0 proposal, every
 round's training data and eval seed, and the trainer's randomness, so engineers differ only in
 what they choose. Runs live in ``OUT/runs/<engineer>-seed<s>`` and execute in up to ``jobs``
 processes. A rerun of ``compare`` reuses finished runs, resumes unfinished ones (the loop's
@@ -72,15 +72,6 @@ SIMULATED_NOTICE = ("SIMULATED LEARNER: these numbers come from trainers/simulat
                     "under that model and are not results of any language model.")
 """Stated in the table title and ``compare.json`` whenever the trainer is ``simulated``."""
 
-_CONFIGS = Path(__file__).resolve().parents[1] / "configs"
-DEFAULT_CONFIGS = {
-    ("simulated", "mapf_frozenlake"): _CONFIGS / "mapf_simulated.yaml",
-    ("simulated", "reasoning_gym"): _CONFIGS / "reasoning_gym_simulated.yaml",
-    ("grpo", "mapf_frozenlake"): _CONFIGS / "mapf_compare_cpu.yaml",
-    ("small", "mapf_frozenlake"): _CONFIGS / "mapf_small.yaml",
-}
-"""Base config used when ``--config`` is not given, per (trainer, testbed; default MAPF)."""
-
 
 @dataclass
 class CompareSpec:
@@ -88,7 +79,7 @@ class CompareSpec:
 
     engineers: list[str]
     testbed: str | None = None
-    """``None``: the config's testbed (``DEFAULT_CONFIGS``: MAPF-FrozenLake)."""
+    """``None``: the config's testbed (without ``--config``: the first registered testbed)."""
     seeds: int = 3
     rounds: int | None = None
     out: Path = Path("runs/compare")
@@ -547,12 +538,22 @@ def _base_data(spec: CompareSpec) -> dict[str, Any]:
     path = spec.config
     if path is None and spec.design is not None and spec.design.config is not None:
         path = spec.design.config
-    default = DEFAULT_CONFIGS.get((spec.trainer or "", spec.testbed or "mapf_frozenlake"))
-    if path is None and default is not None and default.is_file():
+    default = _default_config(spec) if path is None else None
+    if default is not None and default.is_file():
         path = default
     if path is None:
         return {}
     return read_config_file(path)
+
+
+def _default_config(spec: CompareSpec) -> Path | None:
+    """The testbed's shipped base config for the trainer (``Testbed.compare_config``; no testbed
+    named: the first registered one); ``None`` without a trainer or for a name not registered
+    (the run's validation names it)."""
+    testbed = spec.testbed or next(iter(TESTBEDS.names()), None)
+    if not spec.trainer or testbed is None or testbed not in TESTBEDS:
+        return None
+    return TESTBEDS.get(testbed).load().compare_config(spec.trainer)
 
 
 def _section(data: dict[str, Any], key: str, name: str | None) -> None:

@@ -9,7 +9,6 @@ is loaded.
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import json
 from pathlib import Path
@@ -25,14 +24,11 @@ from pydantic import (
     model_validator,
 )
 
-from curriculum.core.config import StrictModel
+from curriculum.core.config import ConfigError, StrictModel, model_in
+from curriculum.core.config import format_errors as format_field_errors
+from curriculum.core.policy import GenerationConfig, ModelConfig
 from curriculum.registry import ENGINEERS, TESTBEDS, TRAINERS, MisfitError, Registry, UnknownName, resolve_names
-from trainers.generation import GenerationConfig
-from trainers.models import ModelConfig
-
-
-class ConfigError(ValueError):
-    """A config that cannot be used; the message is meant for the user as is."""
+from curriculum.core.userfiles import read_user_text
 
 
 _SECTIONS: dict[str, Registry] = {"engineer": ENGINEERS, "testbed": TESTBEDS, "trainer": TRAINERS}
@@ -90,12 +86,12 @@ class RunConfig(StrictModel):
 
     model: ModelConfig = Field(default_factory=ModelConfig)
     """The starting policy."""
-    trainer: SerializeAsAny[BaseModel] = Field(default_factory=lambda: {"name": "grpo"})
-    """The learner (``grpo`` or ``simulated``) and its hyper-parameters."""
-    testbed: SerializeAsAny[BaseModel] = Field(default_factory=lambda: {"name": "mapf_frozenlake"})
-    """The environment family and its eval suites."""
-    engineer: SerializeAsAny[BaseModel] = Field(default_factory=lambda: {"name": "random"})
-    """The environment engineer that designs each next round."""
+    trainer: SerializeAsAny[BaseModel] = Field(default_factory=lambda: {"name": resolve_names()[2]})
+    """The learner and its hyper-parameters (default: the first registered trainer that fits the testbed)."""
+    testbed: SerializeAsAny[BaseModel] = Field(default_factory=lambda: {"name": resolve_names()[1]})
+    """The environment family and its eval suites (default: the first registered testbed the engineer fits)."""
+    engineer: SerializeAsAny[BaseModel] = Field(default_factory=lambda: {"name": resolve_names()[0]})
+    """The environment engineer that designs each next round (default: ``registry.DEFAULT_ENGINEER``)."""
     generation: GenerationConfig = Field(default_factory=GenerationConfig)
     """Generation settings for evaluation and for engineers that query a model."""
     rounds: int = Field(3, ge=0, le=10_000)
@@ -222,8 +218,6 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
     directory, no permission, not UTF-8), one over ``MAX_CONFIG_BYTES`` (checked before parsing),
     bad YAML, an empty file (nothing but blanks or comments: write ``{}`` to mean the library
     defaults) or a non-mapping."""
-    from curriculum.userfiles import read_user_text
-
     try:
         size = Path(path).stat().st_size
     except OSError:
@@ -289,24 +283,9 @@ def validate_config(data: dict[str, Any], source: str = "config") -> RunConfig:
 
 
 def format_errors(err: ValidationError, data: dict[str, Any], source: str) -> str:
-    """One line per error: the dotted field, what is wrong, and a suggestion for typos."""
-    lines = [f"invalid {source}:"]
-    for item in err.errors():
-        loc = [str(p) for p in item["loc"]]
-        field = ".".join(loc) or "<root>"
-        message = item["msg"]
-        if item["type"] == "extra_forbidden":
-            valid = _valid_keys(loc[:-1], data)
-            close = difflib.get_close_matches(loc[-1], valid, n=1, cutoff=0.5)
-            message = f"unknown key '{loc[-1]}'"
-            if close:
-                message += f" (did you mean '{'.'.join([*loc[:-1], close[0]])}'?)"
-            elif valid:
-                message += f" (valid keys here: {', '.join(sorted(valid))})"
-        elif "input" in item and item["type"] not in ("missing",):
-            message += f" (got {item['input']!r})"
-        lines.append(f"  {field}: {message}")
-    return "\n".join(lines)
+    """One line per error: the dotted field, what is wrong, and a suggestion for typos
+    (``curriculum.core.config.format_errors``, following plugin sections by their name)."""
+    return format_field_errors(err, source, lambda loc: _valid_keys(loc, data))
 
 
 def _valid_keys(loc: list[str], data: dict[str, Any]) -> list[str]:
@@ -325,22 +304,11 @@ def _valid_keys(loc: list[str], data: dict[str, Any]) -> list[str]:
                 return []
             continue
         field = model.model_fields.get(part)
-        model = _model_in(field.annotation) if field is not None else None
+        model = model_in(field.annotation) if field is not None else None
     return list(model.model_fields) if model is not None else []
 
 
 _PLUGIN_REGISTRIES = _SECTIONS
-
-
-def _model_in(annotation: Any) -> type[BaseModel] | None:
-    """The pydantic model inside an annotation like ``Foo | None``."""
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
-    for arg in getattr(annotation, "__args__", ()) or ():
-        found = _model_in(arg)
-        if found is not None:
-            return found
-    return None
 
 
 def dump_config(config: RunConfig) -> str:

@@ -11,13 +11,13 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import typer
 from rich.console import Console, Group
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.syntax import Syntax
 from rich.table import Table
 
+from curriculum.core.commands import fail  # noqa: F401 - the controller's commands refuse the same way
 from curriculum.core.records import RoundReport, suite_label
 from curriculum.core.types import EvalReport
 
@@ -25,13 +25,6 @@ from curriculum.core.types import EvalReport
 _SUMMARY_KEYS = ("train/mean_reward", "train/valid_rate", "train/steps", "train/seconds")
 """Training metrics every summary shows; SPADE's ``spade/*`` metrics (designer reward parts,
 regret, win rates with and without hint, admission by reason) are added when present."""
-
-
-def fail(message: str, code: int = 2) -> None:
-    """Print ``error: message`` on stderr and exit with ``code`` (the CLI's one way to refuse)."""
-    Console(stderr=True).print(f"[bold red]error:[/] {escape(message)}", highlight=False,
-                               soft_wrap=True)
-    raise typer.Exit(code)
 
 
 class QuietReporter:

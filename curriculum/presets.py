@@ -2,7 +2,8 @@
 
 ``curriculum run --engineer spade`` names only an engineer; the registry fills in the testbed and
 trainer that fit (``registry.resolve_names``: ``spade_pool`` and ``selfplay``) and this module
-picks the preset file for that (engineer, testbed, trainer) on this kind of machine:
+picks the preset file for that (engineer, testbed, trainer) on this kind of machine, among those
+the testbed declares (``Testbed.presets``):
 
 * a **CPU** machine gets a demo-sized preset (the embedded 135M model, a few tasks and steps per
   round) that finishes a meaningful run in minutes;
@@ -21,15 +22,13 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from curriculum.config import ConfigError, RunConfig, section_name, load_config, read_config_file
-from curriculum.registry import MisfitError, UnknownName, resolve_names
-
-CONFIGS = Path(__file__).resolve().parents[1] / "configs"
-MachineKind = Literal["cpu", "gpu"]
+from curriculum.core.presets import MachineKind, Preset
+from curriculum.registry import TESTBEDS, MisfitError, UnknownName, resolve_names
 
 
 @dataclass(frozen=True)
@@ -42,49 +41,16 @@ class Machine:
     gpus: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class Preset:
-    """A config file in ``configs/`` and what it is for."""
-
-    file: str
-    testbed: str
-    machine: MachineKind | Literal["any"]
-    summary: str
-    """What the file is for, in words; the budget (rounds, tasks) is read from the file itself
-    when the choice is printed, so the two cannot drift apart."""
-    trainer: str
-    """The trainer the file is written for."""
-    engineer: str | None = None
-    """Written for this engineer (``None``: any engineer that fits the testbed)."""
-
-    @property
-    def path(self) -> Path:
-        return CONFIGS / self.file
+def presets_for(testbed: str) -> list[Preset]:
+    """The presets ``testbed`` declares (``Testbed.presets``), in its order; none for a name not registered."""
+    if testbed not in TESTBEDS:
+        return []
+    return [replace(p, testbed=testbed) for p in TESTBEDS.get(testbed).load().presets]
 
 
-PRESETS: tuple[Preset, ...] = (
-    Preset("mapf_checkpoint_cpu_demo.yaml", "mapf_frozenlake", "cpu", trainer="grpo", engineer="checkpoint",
-           summary="embedded 135M model, the demo's learning recipe (cached warm start, GRPO), the policy as its "
-                   "engineer (context V6, schema-constrained answers)"),
-    Preset("mapf_qwen3_4b.yaml", "mapf_frozenlake", "gpu", trainer="grpo", engineer="checkpoint",
-           summary="the paper's method: Qwen3-4B, 3 epochs per round, context V6"),
-    Preset("mapf_simulated.yaml", "mapf_frozenlake", "any", trainer="simulated",
-           summary="the simulated learner: engineer benchmarks in seconds (not a model)"),
-    Preset("mapf_cpu_demo.yaml", "mapf_frozenlake", "cpu", trainer="grpo",
-           summary="embedded 135M model, cached SFT warm start, then GRPO"),
-    Preset("mapf_qwen3_4b_baseline.yaml", "mapf_frozenlake", "gpu", trainer="grpo",
-           summary="the paper's set-up: Qwen3-4B, 3 epochs per round"),
-    Preset("reasoning_gym_cpu_demo.yaml", "reasoning_gym", "cpu", trainer="grpo",
-           summary="embedded 135M model, GRPO on reasoning-gym tasks"),
-    Preset("reasoning_gym_qwen3_4b.yaml", "reasoning_gym", "gpu", trainer="grpo",
-           summary="Qwen3-4B at the MAPF paper's budget, 3 epochs per round"),
-    Preset("reasoning_gym_simulated.yaml", "reasoning_gym", "any", trainer="simulated",
-           summary="the simulated learner: engineer benchmarks (not a model)"),
-    Preset("spade_games_cpu_demo.yaml", "spade_pool", "cpu", trainer="selfplay",
-           summary="embedded 135M model, games, structured designs, cached warm starts"),
-    Preset("spade_games_qwen3_4b.yaml", "spade_pool", "gpu", trainer="selfplay",
-           summary="the paper's 4B games set-up: Qwen3-4B-Instruct-2507"),
-)
+def all_presets() -> list[Preset]:
+    """Every registered testbed's presets (imports every testbed module)."""
+    return [p for name in TESTBEDS.names() for p in presets_for(name)]
 
 
 def detect_machine(force: str | None = None) -> Machine:
@@ -125,7 +91,7 @@ def _nvidia_gpus() -> tuple[str, ...]:
 def choose_preset(engineer: str, testbed: str, trainer: str, machine: MachineKind) -> Preset | None:
     """The preset for this combination on this machine: one written for the engineer first, then
     the testbed's generic one for that trainer; ``None`` when there is none."""
-    candidates = [p for p in PRESETS if p.testbed == testbed and p.trainer == trainer
+    candidates = [p for p in presets_for(testbed) if p.trainer == trainer
                   and p.machine in (machine, "any") and p.engineer in (None, engineer)]
     candidates.sort(key=lambda p: p.engineer != engineer)  # stable: written-for-the-engineer first
     return candidates[0] if candidates else None

@@ -19,6 +19,9 @@ registered name, a class ``name`` attribute (optional) agrees, a testbed's ``pro
 the declared kind. A failure is a ``PluginError`` that names the plugin and the fix, before any
 round runs.
 
+**A plugin's commands** (``curriculum mapf ...``) are declared on its entry (``commands``) and
+mounted by the CLI from here (``mounted_commands``); the controller names none of them.
+
 **Third-party plugins** register through Python entry points, without editing this file. Groups:
 ``curriculum.testbeds``, ``curriculum.engineers``, ``curriculum.trainers``; the entry point's name
 is the plugin's name (written once: its config may keep ``PluginConfig``'s plain ``name: str``).
@@ -81,6 +84,9 @@ class Entry:
     """Trainers: the task kind they need."""
     source: str = "curriculum"
     """Who registered it (``curriculum`` or an entry point's distribution)."""
+    commands: tuple[tuple[str, str], ...] = ()
+    """Its command-line sub-apps: (name, ``"module:function"`` of ``commands(host) -> typer.Typer``),
+    mounted as ``curriculum NAME`` (``curriculum.core.commands``)."""
 
     def load(self) -> Any:
         cls = _import(self.target, self)
@@ -169,12 +175,14 @@ class Registry:
 
     def register(self, name: str, target: str, config: str, description: str, *, offers: str | None = None,
                  tasks: Iterable[str] = (), fits: Iterable[str] = (), trains_on: str | None = None,
-                 source: str = "curriculum") -> Entry:
-        """Add a plugin; ValueError for a taken name or a declaration this kind of plugin cannot make."""
+                 source: str = "curriculum", commands: Mapping[str, str] | None = None) -> Entry:
+        """Add a plugin; ValueError for a taken name or a declaration this kind of plugin cannot make.
+        ``commands``: sub-command name → ``"module:function"`` of its Typer app (``Entry.commands``)."""
         if name in self._entries:
             raise ValueError(f"{self.kind} {name!r} is already registered")
         entry = Entry(self.kind, name, target, config, description, offers=offers, tasks=tuple(tasks),
-                      fits=tuple(fits), trains_on=trains_on, source=source)
+                      fits=tuple(fits), trains_on=trains_on, source=source,
+                      commands=tuple(dict(commands or {}).items()))
         _check_declarations(entry)
         self._entries[name] = entry
         return entry
@@ -237,7 +245,8 @@ CLASS_DECLARATIONS: dict[str, tuple[str, ...]] = {
     "trainer": ("config_class", "trains_on"),
 }
 """What a plugin class named by an entry point declares on itself (module docstring); every kind
-may also set ``description`` (default: its docstring's first line)."""
+may also set ``description`` (default: its docstring's first line) and ``commands`` (its
+command-line sub-apps, ``Entry.commands``)."""
 
 
 def _path(obj: Any) -> str:
@@ -262,6 +271,8 @@ def declared(kind: str, cls: type, where: str = "") -> dict[str, Any]:
     if not isinstance(description, str):
         description = next(iter((inspect.getdoc(cls) or "").strip().splitlines()), "")
     spec: dict[str, Any] = {"target": _path(cls), "config": _path(config), "description": description}
+    if getattr(cls, "commands", None) is not None:
+        spec["commands"] = dict(cls.commands)
     if kind == "testbed":
         spec |= {"offers": getattr(getattr(cls, "proposal_space", None), "kind", None),
                  "tasks": _names(cls.task_kinds)}
@@ -295,6 +306,7 @@ TESTBEDS.register(
     "testbeds.mapf_frozenlake.testbed:MAPFTestbedConfig",
     "Multi-agent path finding on FrozenLake grids; the engineer edits per-size generator ratios.",
     offers="buckets", tasks=("prompt", "mapf", "bucketed"),
+    commands={"mapf": "testbeds.mapf_frozenlake.cli:commands"},
 )
 TESTBEDS.register(
     "reasoning_gym",
@@ -309,6 +321,7 @@ TESTBEDS.register(
     "testbeds.spade.testbed:SpadeTestbedConfig",
     "SPADE's pool of model-written environments; held-out reasoning-gym (games) or tool-suite eval.",
     offers="environment_pool", tasks=("pool",),
+    commands={"sandbox": "testbeds.spade.cli_sandbox:commands"},
 )
 
 # -- engineers ----------------------------------------------------------------------------------
@@ -373,7 +386,7 @@ ENGINEERS.register(
     "engineers.spade.engineer:SpadeEngineer",
     "engineers.spade.config:SpadeEngineerConfig",
     "SPADE: the policy writes environment programs, admitted in the sandbox and remembered.",
-    fits=("environment_pool",),
+    fits=("environment_pool",), commands={"spade": "engineers.spade.cli:commands"},
 )
 
 # -- trainers -----------------------------------------------------------------------------------
@@ -496,3 +509,24 @@ def resolve_names(engineer: str | None = None, testbed: str | None = None,
 def fitting_pairs() -> list[tuple[str, str]]:
     """Every (engineer, testbed) pair that fits (what the shared contract suite runs)."""
     return [(e.name, t.name) for e in ENGINEERS.entries() for t in TESTBEDS.entries() if engineer_fits(e, t)]
+
+
+def mounted_commands() -> list[tuple[str, Entry, str]]:
+    """Every registered plugin's command-line sub-apps: (name, the plugin's entry, ``"module:function"``),
+    in registration order (testbeds, engineers, trainers); PluginError for a name two plugins claim."""
+    out: list[tuple[str, Entry, str]] = []
+    owners: dict[str, Entry] = {}
+    for registry in (TESTBEDS, ENGINEERS, TRAINERS):
+        for entry in registry.entries():
+            for name, target in entry.commands:
+                if name in owners:
+                    raise PluginError(f"command {name!r} is declared by {owners[name].kind} {owners[name].name!r} "
+                                      f"and by {entry.kind} {entry.name!r}; rename one")
+                owners[name] = entry
+                out.append((name, entry, target))
+    return out
+
+
+def load_commands(entry: Entry, target: str) -> Any:
+    """The ``commands(host)`` function a plugin's entry names (``PluginError`` if it cannot be imported)."""
+    return _import(target, entry)

@@ -69,7 +69,7 @@ from curriculum.config import (MAX_CONFIG_BYTES, ConfigError, RunConfig, check_e
                                config_diff, dump_config, validate_config)
 from curriculum.manifest import RoundHealth, check_round_dir, read_manifest, write_manifest
 from curriculum.core.records import RoundReport
-from curriculum.userfiles import Record, jsonl_records
+from curriculum.core.userfiles import Record, jsonl_records
 
 RESUME_STATE = ("state.json", "checkpoint")
 """Round entries needed only to resume from that round; every other file is a record that the

@@ -89,3 +89,20 @@ def _show_round(run: RunDir, round_index: int, console: Console) -> None:
     if design.diagnostics:
         console.rule("diagnostics")
         console.print(json.dumps(design.diagnostics, indent=1, default=str), markup=False)
+
+
+def engineer_view(run_dir: Path, item: str | None = None):
+    """``curriculum show --envs`` / ``--env ITEM``: what the run's engineer kept in its run dir
+    (``Engineer.run_view``; SPADE: the environments it designed)."""
+    from curriculum.config import ConfigError, section_name
+    from curriculum.registry import DEFAULT_ENGINEER, ENGINEERS, UnknownName
+
+    name = section_name(RunDir.open(run_dir)._saved_config_data().get("engineer")) or DEFAULT_ENGINEER
+    try:
+        engineer = ENGINEERS.get(name).load()
+    except UnknownName as err:
+        raise ConfigError(f"{run_dir}: {err}") from None
+    view = engineer.run_view(Path(run_dir), item)
+    if view is None:
+        raise FileNotFoundError(f"{run_dir}: its engineer {name!r} keeps no environments to show")
+    return view

@@ -2,10 +2,11 @@
 
 Token counts (``Work``: generated, decode steps, prefilled, trained), for one round:
 
-    generated  = training samples x max completion tokens        (GRPO: steps x prompts x generations)
+    generated  = training samples x max completion tokens        (``Trainer.training_budget``; GRPO:
+                                                                   steps x prompts x generations)
                + eval prompts x eval tokens                       (``Testbed.eval_budget``)
                + the engineer's model calls x new tokens          (``Engineer.design_budget``)
-               + SPADE's designs and episodes                     (``plan.spade_step``)
+               + SPADE's designs and episodes                     (``trainers/plan.py``)
     steps      = sequential decode steps: the rows of one generate call decode together, one step
                  per new token, so a call of R rows x T tokens is T steps (and R·T generated tokens)
                    GRPO    one call of prompts_per_step x num_generations rows per optimizer step
@@ -56,14 +57,16 @@ rows of a call, the per-row term is not.
 
 from __future__ import annotations
 
-import math
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from curriculum.config import RunConfig
+from curriculum.core.budget import PROMPT_TOKENS, WARMSTART_FILL, TrainingBudget, Work, generate_work
+from curriculum.registry import TRAINERS
 
-PROMPT_TOKENS = 400
-"""Assumed prompt length of one training or eval task (a MAPF prompt of a mid-sized map)."""
+__all__ = ["PROMPT_TOKENS", "WARMSTART_FILL", "Work", "generate_work", "Budget", "Model", "Rates", "Estimate",
+           "round_budget", "trainer_budget", "train_flops_per_token", "estimate", "measure_cpu_flops",
+           "measure_cpu_bandwidth"]
 CPU_ROW_UTILISATION = 0.25
 """Share of the measured matmul FLOP/s that one more row of a decode step costs on a CPU (2N FLOPs
 per generated token), on top of the step's weight read; between two measurements of SmolLM2-135M
@@ -78,33 +81,10 @@ CPU_TRAIN_UTILISATION = 0.70
 prefill, reaches on a CPU. Calibrated on the MAPF CPU demo's warm-start step on the 2-core AVX2
 machine (65-70 GFLOP/s): 8 x ~244 tokens at 2N + 4N·15/30 FLOPs per token in 21.1 s, 0.71-0.77;
 with every layer trained (6N) in 29.4 s, 0.77-0.82 (docs/results.md, "How fast is each stage")."""
-WARMSTART_FILL = 0.43
-"""Tokens of one warm-start example over PROMPT_TOKENS + trainer.max_completion_length (a
-reference answer is shorter than the completion limit, a prompt often shorter than PROMPT_TOKENS):
-the mean of the two CPU demos' measured ratios. MAPF: ~244 / (400 + 128) = 0.46. SPADE games:
-48 design examples of ~826 tokens and 96 agent moves of ~133 (token counts of a SPADE games
-warm start on the long library games), 364 / (400 + 512) = 0.40."""
 ROUND_OVERHEAD_S = 20.0
 """Per round: sampling the tasks, building the trainer, committing the checkpoint."""
 SIMULATED_ROUND_S = 2.0
 """Per round without a model (the simulated learner): sampling, scoring and eval by the validator."""
-
-
-@dataclass(frozen=True)
-class Work:
-    """Token counts of one stage (module docstring)."""
-
-    generated: int = 0
-    decode_steps: int = 0
-    prefilled: int = 0
-    trained: int = 0
-
-    def __add__(self, other: Work) -> Work:
-        return Work(self.generated + other.generated, self.decode_steps + other.decode_steps,
-                    self.prefilled + other.prefilled, self.trained + other.trained)
-
-    def times(self, k: int) -> Work:
-        return Work(k * self.generated, k * self.decode_steps, k * self.prefilled, k * self.trained)
 
 
 @dataclass(frozen=True)
@@ -195,77 +175,26 @@ def measure_cpu_bandwidth(mib: int = 64, repeats: int = 5) -> float:
 
 
 # -- token counts ------------------------------------------------------------------------------------
-def generate_work(rows: int, tokens: int, batch: int, prompt_tokens: int = PROMPT_TOKENS) -> Work:
-    """``rows`` prompts answered in generate calls of up to ``batch`` rows, each up to ``tokens``
-    new tokens: every call decodes ``tokens`` steps, whatever its rows."""
-    if rows <= 0 or tokens <= 0:
-        return Work()
-    return Work(generated=rows * tokens, decode_steps=math.ceil(rows / max(batch, 1)) * tokens,
-                prefilled=rows * prompt_tokens)
-
-
 def round_budget(config: RunConfig, eval_prompts: int, eval_tokens: int,
                  design: tuple[int, int, int] = (0, 0, 0)) -> Budget:
     """Token counts of one round, of the evals before round 0 and of the warm start of ``config``
     (module docstring); ``design``: the engineer's (calls, prompt tokens, new tokens), averaged over
-    the rounds that design."""
-    from trainers.grpo import GRPOConfig
-
-    trainer = config.trainer
+    the rounds that design; the trainer's part: ``Trainer.training_budget``)."""
+    trainer = trainer_budget(config)
     evaluation = generate_work(eval_prompts, eval_tokens, config.generation.batch_size)
     share = (config.rounds - 1) / config.rounds if config.rounds else 0.0  # the last round has no design call
     calls, prompt, new = design
     designing = Work(generated=round(share * calls * new), decode_steps=round(share * calls * new),
                      prefilled=round(share * calls * prompt))  # one row per call
-    if not isinstance(trainer, GRPOConfig):  # a trainer without a model (the simulated learner)
+    if not trainer.trains_model:  # a trainer without a model (the simulated learner)
         return Budget(evaluation + designing)
-    warm = trainer.warmstart
-    once = evaluation.times(int(config.eval_before_training) * (2 if warm.steps else 1))
-    return Budget(training_work(config) + evaluation + designing, once, warmstart_work(config))
+    once = evaluation.times(int(config.eval_before_training) * trainer.evals_before_training)
+    return Budget(trainer.round + evaluation + designing, once, trainer.warmstart)
 
 
-def training_work(config: RunConfig) -> Work:
-    """One round's rollouts and training: GRPO's steps, or SPADE's rollout step."""
-    from curriculum.plan import spade_step
-    from trainers.grpo import GRPOConfig
-    from trainers.selfplay import SelfPlayConfig
-
-    trainer = config.trainer
-    if not isinstance(trainer, GRPOConfig):
-        return Work()
-    if isinstance(trainer, SelfPlayConfig):  # SPADE co-training: one rollout step per round
-        step = spade_step(config)
-        play = trainer.play
-        designs = generate_work(step.designs, step.design_tokens, config.generation.batch_size,
-                                step.design_prompt_tokens)
-        episode_calls = math.ceil(step.episodes / (play.batch_size or trainer.micro_batch_size))
-        episodes = Work(generated=step.episodes * step.episode_tokens,
-                        decode_steps=episode_calls * play.max_turns * play.max_new_tokens_per_turn,
-                        prefilled=step.episodes * step.episode_prompt_tokens)
-        return designs + episodes + Work(trained=step.trained_tokens)
-    steps = trainer.max_steps_per_round or math.ceil(config.tasks_per_round * trainer.epochs_per_round
-                                                     / trainer.prompts_per_step)
-    rows = trainer.prompts_per_step * trainer.num_generations  # one generate call per optimizer step
-    rollouts = generate_work(steps * rows, trainer.max_completion_length, rows)
-    # A prompt is prefilled once for its num_generations samples (trainers/generation's
-    # share_prompt_prefill; vLLM's prefix cache on a GPU).
-    rollouts = replace(rollouts, prefilled=steps * trainer.prompts_per_step * PROMPT_TOKENS)
-    return rollouts + Work(trained=steps * rows * (PROMPT_TOKENS + trainer.max_completion_length))
-
-
-def warmstart_work(config: RunConfig) -> Work:
-    """The supervised warm start: ``steps x batch_size`` examples of WARMSTART_FILL x (PROMPT_TOKENS
-    + the completion limit) tokens, cut at ``max_length``; no work without a warm start."""
-    from trainers.grpo import GRPOConfig
-
-    trainer = config.trainer
-    if not isinstance(trainer, GRPOConfig) or not trainer.warmstart.steps:
-        return Work()
-    warm = trainer.warmstart
-    tokens = round(WARMSTART_FILL * (PROMPT_TOKENS + trainer.max_completion_length))
-    if warm.max_length is not None:
-        tokens = min(tokens, warm.max_length)
-    return Work(trained=warm.steps * warm.batch_size * tokens)
+def trainer_budget(config: RunConfig) -> TrainingBudget:
+    """What the run's trainer says one round costs (``Trainer.training_budget``, from the config alone)."""
+    return TRAINERS.get(config.trainer.name).load().training_budget(config)
 
 
 # -- seconds -----------------------------------------------------------------------------------------
@@ -279,9 +208,7 @@ def trained_share(config: RunConfig, layers: int | None) -> float:
 
 def train_flops_per_token(config: RunConfig, model: Model) -> float:
     """2N forward + 4N·k/L backward (+ 2N for the reference model's forward when beta > 0)."""
-    from trainers.grpo import GRPOConfig
-
-    reference = isinstance(config.trainer, GRPOConfig) and config.trainer.beta > 0
+    reference = trainer_budget(config).reference_model
     return (2 + 4 * trained_share(config, model.layers) + 2 * reference) * model.params
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -83,6 +84,19 @@ class Engineer(ABC):
         """(model calls, prompt tokens, new tokens each) of one ``design``, from the config alone
         (``--dry-run``'s time estimate); engineers that ask no model return (0, 0, 0)."""
         return 0, 0, 0
+
+    @classmethod
+    def run_view(cls, run_dir: Path, item: str | None = None) -> Any:
+        """``curriculum show RUN_DIR --envs`` (``item`` ``None``) or ``--env ITEM``: a rich
+        renderable of what this engineer kept in ``run_dir`` (SPADE: the environments it designed);
+        ``None``: it keeps nothing to show. ``FileNotFoundError`` / ``KeyError`` name what is missing."""
+        return None
+
+    @classmethod
+    def plan_lines(cls, config: BaseModel) -> list[str]:
+        """``--dry-run``'s plan lines of this engineer (e.g. which documents it will read), from its
+        config section alone; default none."""
+        return []
 
     # -- hooks (do nothing by default) ----------------------------------------------------------
     def on_run_start(self, testbed: Testbed, initial_proposal: BaseModel) -> None:

@@ -28,13 +28,18 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 from pydantic import BaseModel
 
+from curriculum.core.presets import Preset
 from curriculum.core.spaces import ProposalSpace
 from curriculum.core.types import Change, Completion, EvalReport, Policy, Task
+
+REPOSITORY = Path(__file__).resolve().parents[1]
+"""The checkout the shipped configs (``configs/``) live in."""
 
 
 class Testbed(ABC):
@@ -109,6 +114,22 @@ class Testbed(ABC):
         """(prompts, new tokens per prompt) one ``evaluate`` call generates, from the config alone
         (``--dry-run``'s time estimate); (0, 0) when unknown."""
         return 0, 0
+
+    presets: ClassVar[tuple[Preset, ...]] = ()
+    """The shipped run configs for this testbed, by machine, trainer and engineer: what ``curriculum
+    run`` without ``--config`` starts from (``curriculum.presets.choose_preset``; the first that
+    fits wins, one written for the engineer before a generic one)."""
+
+    compare_configs: ClassVar[dict[str, str]] = {}
+    """Trainer name → the shipped run config (relative to the repository root) that ``curriculum
+    compare`` starts from on this testbed when no ``--config`` is given."""
+
+    @classmethod
+    def compare_config(cls, trainer: str) -> Path | None:
+        """The base config ``curriculum compare`` uses for ``trainer`` on this testbed without
+        ``--config`` (``compare_configs``); ``None``: none shipped (the library defaults)."""
+        relative = cls.compare_configs.get(trainer)
+        return REPOSITORY / relative if relative is not None else None
 
     def reference_answer(self, task: Task) -> str | None:
         """A correct answer to ``task`` in the format the prompt asks for, if the testbed knows

@@ -13,7 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from curriculum.core import distributed
+from curriculum.core.budget import TrainingBudget
 from curriculum.core.pool import EnvOutcome
+from curriculum.core.sizing import PlanTarget
 from curriculum.core.types import Policy, Task
 
 from testbeds.base import Testbed
@@ -31,6 +33,20 @@ class Trainer(ABC):
         self.testbed = testbed
         self.run_dir = run_dir
         """Where metric sinks (TensorBoard) may write; ``None`` for throw-away evaluations."""
+
+    # -- what a run will cost, from the config alone (``--dry-run``; nothing loaded) ------------------
+    @classmethod
+    def training_budget(cls, run_config: Any) -> TrainingBudget:
+        """One round's rollouts and training, the warm start and the evals before round 0 of
+        ``run_config`` (the run configuration, its ``trainer`` section this trainer's), in tokens:
+        ``--dry-run``'s wall-time estimate. Default: no model trained (a fixed time per round)."""
+        return TrainingBudget()
+
+    @classmethod
+    def plan_lines(cls, run_config: Any, target: PlanTarget) -> list[str]:
+        """``--dry-run``'s plan lines of this trainer on ``target`` (strategy and GPU): its per-round
+        budget, memory per GPU, whether it fits. Default: none."""
+        return []
 
     @property
     def name(self) -> str:

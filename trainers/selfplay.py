@@ -79,7 +79,9 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from curriculum.core import distributed
+from curriculum.core.budget import TrainingBudget
 from curriculum.core.pool import DesignSample, EnvOutcome, PoolEnvironment, pool_item
+from curriculum.core.sizing import PlanTarget
 from curriculum.core.types import Task
 from testbeds.base import Testbed
 from testbeds.sandbox import SandboxConfig
@@ -211,6 +213,18 @@ class SelfPlayConfig(GRPOConfig):
 
 class SelfPlayTrainer(GRPOTrainerAdapter):
     """One model, two roles: plays admitted environments and trains agent and designer rows."""
+
+    @classmethod
+    def training_budget(cls, run_config: Any) -> TrainingBudget:
+        from trainers.plan import grpo_budget, selfplay_round_work
+
+        return grpo_budget(run_config, selfplay_round_work(run_config))
+
+    @classmethod
+    def plan_lines(cls, run_config: Any, target: PlanTarget) -> list[str]:
+        from trainers.plan import selfplay_plan_lines
+
+        return selfplay_plan_lines(run_config, target)
 
     def __init__(self, run_config: Any, testbed: Testbed, run_dir: Path | None = None) -> None:
         super().__init__(run_config, testbed, run_dir)

@@ -7,11 +7,21 @@ contracts declared in ``pyproject.toml``):
 2. ``testbeds`` (kernel only), ``engineers`` and ``trainers`` (kernel and testbeds; neither
    imports the other);
 3. the controller — every other module of ``curriculum`` (config, registry, loop, run dir, CLI,
-   compare, report); nothing below imports it.
+   compare, report); nothing below imports it, and it names no plugin: it reaches them through
+   the registry's lazy entries and their base types, asking each what it costs, which configs it
+   ships and which commands it adds through methods on those base types.
 
 Modules:
 
 * ``config`` — ``StrictModel`` and ``PluginConfig``, the base of every config section;
+  ``ConfigError`` and ``format_errors`` (a user's config, refused readably);
+* ``policy`` — the run's ``model`` and ``generation`` settings, what a model name means, which
+  engine decodes;
+* ``budget``, ``sizing`` — what ``--dry-run`` asks a plugin (``Trainer.training_budget``,
+  ``Trainer.plan_lines``): token ``Work``, ``TrainingBudget``; GPUs, model shapes, strategies,
+  memory per GPU, ``PlanTarget``;
+* ``commands`` — a plugin's command-line sub-app (``CommandHost``, ``fail``);
+* ``userfiles`` — reading users' files (configs, JSONL inputs) with readable refusals;
 * ``types`` — ``Task``, ``Completion``, ``Policy``, ``Change``, ``EvalReport``;
 * ``records`` — ``Design``, ``DesignRecord``, ``RoundReport`` (what engineers read);
 * ``pool`` — the one schema of SPADE's environment pool: ``PoolEnvironment``, ``DesignSample``,

@@ -63,6 +63,20 @@ class SpadeEngineer(Engineer):
     shapes_round0 = True
     """The designer's warm-start examples make round 0 SPADE's own."""
 
+    @classmethod
+    def plan_lines(cls, config: SpadeEngineerConfig) -> list[str]:  # type: ignore[override]
+        """Which documents the design calls will read (``corpus_plan``)."""
+        from engineers.spade.corpus import corpus_plan
+
+        return [f"  corpus: {corpus_plan(config.corpus, config.setting)}"]
+
+    @classmethod
+    def run_view(cls, run_dir: Path, item: str | None = None) -> Any:
+        """The environments this run designed (``item`` ``None``), or one with its code."""
+        from engineers.spade.cli import env_panel, envs_table, list_envs, show_env
+
+        return env_panel(show_env(run_dir, item)) if item is not None else envs_table(list_envs(run_dir))
+
     def __init__(self, config: SpadeEngineerConfig, *, run_dir: str | None = None) -> None:
         super().__init__(config, run_dir=run_dir)
         self.config: SpadeEngineerConfig = config

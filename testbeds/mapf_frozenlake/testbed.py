@@ -23,6 +23,7 @@ from typing import Annotated, Any, ClassVar, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from curriculum.core.presets import Preset
 from curriculum.core.spaces import BucketSpace
 from curriculum.core.types import Change, Completion, EvalReport, Policy, Task
 from testbeds.base import Testbed
@@ -305,6 +306,24 @@ class MAPFTestbed(Testbed):
 
     def eval_tasks(self, suite: str = "validation") -> list[Task]:
         return [self.task_of(i) for i in self.eval_instances(suite)]
+
+    presets: ClassVar[tuple[Preset, ...]] = (
+        Preset("mapf_checkpoint_cpu_demo.yaml", "cpu", trainer="grpo", engineer="checkpoint",
+               summary="embedded 135M model, the demo's learning recipe (cached warm start, GRPO), the policy as its "
+                       "engineer (context V6, schema-constrained answers)"),
+        Preset("mapf_qwen3_4b.yaml", "gpu", trainer="grpo", engineer="checkpoint",
+               summary="the paper's method: Qwen3-4B, 3 epochs per round, context V6"),
+        Preset("mapf_simulated.yaml", "any", trainer="simulated",
+               summary="the simulated learner: engineer benchmarks in seconds (not a model)"),
+        Preset("mapf_cpu_demo.yaml", "cpu", trainer="grpo",
+               summary="embedded 135M model, cached SFT warm start, then GRPO"),
+        Preset("mapf_qwen3_4b_baseline.yaml", "gpu", trainer="grpo",
+               summary="the paper's set-up: Qwen3-4B, 3 epochs per round"),
+    )
+
+    compare_configs: ClassVar[dict[str, str]] = {
+        "simulated": "configs/mapf_simulated.yaml", "grpo": "configs/mapf_compare_cpu.yaml",
+        "small": "configs/mapf_small.yaml"}
 
     @classmethod
     def eval_budget(cls, config: BaseModel, default_max_new_tokens: int) -> tuple[int, int]:

@@ -40,6 +40,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from curriculum.core.presets import Preset
 from curriculum.core.spaces import BucketSpace
 from curriculum.core.types import Change, Completion, EvalReport, Policy, Task
 from testbeds.base import Testbed
@@ -305,6 +306,17 @@ class ReasoningGymTestbed(Testbed):
                          for t in self._distinct(b, n, self._bucket_seed(self.config.test_seed, b), "test", exclude)]
             self._suites[suite] = tasks
         return self._suites[suite]
+
+    presets: ClassVar[tuple[Preset, ...]] = (
+        Preset("reasoning_gym_cpu_demo.yaml", "cpu", trainer="grpo",
+               summary="embedded 135M model, GRPO on reasoning-gym tasks"),
+        Preset("reasoning_gym_qwen3_4b.yaml", "gpu", trainer="grpo",
+               summary="Qwen3-4B at the MAPF paper's budget, 3 epochs per round"),
+        Preset("reasoning_gym_simulated.yaml", "any", trainer="simulated",
+               summary="the simulated learner: engineer benchmarks (not a model)"),
+    )
+
+    compare_configs: ClassVar[dict[str, str]] = {"simulated": "configs/reasoning_gym_simulated.yaml"}
 
     @classmethod
     def eval_budget(cls, config: BaseModel, default_max_new_tokens: int) -> tuple[int, int]:

@@ -27,13 +27,14 @@ score of the last measured call (so curves stay flat rather than falling to 0).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from curriculum.core.config import PluginConfig
 from curriculum.core.pool import DesignSample, PoolEnvironment, design_task, env_task, load_pool, program_hash
+from curriculum.core.presets import Preset
 from curriculum.core.spaces import PoolSpace
 from curriculum.core.types import Change, Completion, EvalReport, Policy, Task
 from testbeds.base import Testbed
@@ -134,6 +135,12 @@ class SpadeTestbed(Testbed):
     different task family from the pool's model-written environments (nothing in training can
     equal one of its items), so there is no second suite to split off; reports score on it and
     label it ``validation``."""
+    presets: ClassVar[tuple[Preset, ...]] = (
+        Preset("spade_games_cpu_demo.yaml", "cpu", trainer="selfplay",
+               summary="embedded 135M model, games, structured designs, cached warm starts"),
+        Preset("spade_games_qwen3_4b.yaml", "gpu", trainer="selfplay",
+               summary="the paper's 4B games set-up: Qwen3-4B-Instruct-2507"),
+    )
 
     proposal_model = SpadeProposal
     proposal_space = PoolSpace()

@@ -6,7 +6,7 @@ import pytest
 from typer.testing import CliRunner
 
 from curriculum.cli import app
-from curriculum.presets import PRESETS, Choice, Machine, choose_preset, detect_machine
+from curriculum.presets import Choice, Machine, all_presets, choose_preset, detect_machine
 
 runner = CliRunner()
 
@@ -19,7 +19,7 @@ def _dry_run(*args: str, env: dict[str, str] | None = None):
 def test_every_preset_file_exists_and_names_its_testbed_and_trainer():
     from curriculum.config import read_config_file
 
-    for preset in PRESETS:
+    for preset in all_presets():
         data = read_config_file(preset.path)
         assert data["testbed"]["name"] == preset.testbed and data["trainer"]["name"] == preset.trainer, preset.file
         if preset.engineer is not None:
@@ -100,7 +100,7 @@ def test_the_printed_preset_line_quotes_the_resolved_budget_not_a_description():
     drifted from its file), so a --rounds flag shows up in it too."""
     from curriculum.config import load_config
 
-    for preset in PRESETS:
+    for preset in all_presets():
         cfg = load_config(preset.path, [])
         choice = Choice(preset, Machine("cpu", "test", 2), preset.engineer or "fixed")
         assert f"{cfg.rounds} rounds of {cfg.tasks_per_round} tasks" in choice.explain(cfg), preset.file

@@ -7,7 +7,7 @@ from typer.testing import CliRunner
 
 from curriculum.cli import app
 from curriculum.config import ConfigError
-from curriculum.userfiles import jsonl_records, read_user_text
+from curriculum.core.userfiles import jsonl_records, read_user_text
 
 runner = CliRunner()
 

@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from curriculum.cli import app
-from curriculum.userfiles import EXIT_COMMAND_FAILED, EXIT_SOME_FAILED, parse_line
+from curriculum.core.userfiles import EXIT_COMMAND_FAILED, EXIT_SOME_FAILED, parse_line
 from testbeds.mapf_frozenlake.parse import MAX_RESPONSE_CHARS, parse_plan
 
 runner = CliRunner()

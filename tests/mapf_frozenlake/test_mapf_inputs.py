@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 import testbeds  # noqa: F401  (registers MAPFFrozenLake-v0)
-from curriculum.cli_mapf import app
+from testbeds.mapf_frozenlake.cli import app
 from testbeds.mapf_frozenlake.batch import solve_record, validate_record
 from testbeds.mapf_frozenlake.instance import MAX_AGENTS, Instance, InvalidInstance
 from testbeds.mapf_frozenlake.solver import solve

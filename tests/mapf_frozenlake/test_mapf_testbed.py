@@ -125,7 +125,7 @@ def test_env_checker_and_determinism():
 
 
 def test_cli(tmp_path):
-    from curriculum.cli_mapf import app
+    from testbeds.mapf_frozenlake.cli import app
 
     runner = CliRunner()
     f = tmp_path / "x.jsonl"

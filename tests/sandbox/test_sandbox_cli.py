@@ -9,7 +9,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from curriculum.cli_sandbox import app
+from testbeds.spade.cli_sandbox import app
 
 PROGRAM = '''
 class LetterEnv:

@@ -10,7 +10,7 @@ import pytest
 from conftest import FAST_SANDBOX, FIXTURES
 from spade_fakes import ScriptedPolicy, write_jsonl_corpus
 
-from curriculum.cli_spade import list_envs, show_env
+from engineers.spade.cli import list_envs, show_env
 from curriculum.config import load_config
 from engineers.base import DesignContext
 from engineers.spade.config import SpadeEngineerConfig

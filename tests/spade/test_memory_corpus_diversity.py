@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from spade_fakes import write_jsonl_corpus
 
-from curriculum.cli_spade import env_panel, envs_table, list_envs, show_env
+from engineers.spade.cli import env_panel, envs_table, list_envs, show_env
 from engineers.spade.config import CorpusConfig, CorpusSource
 from engineers.spade.corpus import Corpus, CorpusInfo, Document, build_corpus, read_source
 from engineers.spade.diversity import (TfidfEmbedder, environment_text, get_embedder, minilm_dir,

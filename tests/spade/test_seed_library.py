@@ -231,7 +231,7 @@ def test_closest_seed_names_the_library_game_a_design_copies():
 
 
 def test_a_copied_seed_game_is_flagged_and_shown(tmp_path):
-    from curriculum.cli_spade import envs_table, list_envs
+    from engineers.spade.cli import envs_table, list_envs
 
     seed = next(s for s in seed_library("games") if s.name == "take_away")
     engineer, policy = _engineer(tmp_path, [format_parts(seed.parts), NEW_GAME])
@@ -267,7 +267,7 @@ def test_copied_seed_game_is_rejected_when_near_duplicates_are(tmp_path):
 
 
 def test_the_last_rounds_plays_reach_the_memory(tmp_path):
-    from curriculum.cli_spade import list_envs, played
+    from engineers.spade.cli import list_envs, played
     from curriculum.core.pool import EnvOutcome
     from curriculum.core.records import RoundReport
     from curriculum.core.types import EvalReport

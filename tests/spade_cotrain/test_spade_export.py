@@ -11,7 +11,8 @@ import pytest
 from cotrain_fakes import ScriptedTurnModel
 from spade_loop_fakes import design_pool
 
-from curriculum.cli_spade import export_pool
+from curriculum.rundir import RunDir
+from engineers.spade.cli import export_pool
 from curriculum.config import validate_config
 from curriculum.core.pool import EnvOutcome, load_pool
 from curriculum.core.types import EvalReport
@@ -50,7 +51,7 @@ def _designed_run(run_dir: Path) -> list:
 
 def test_export_writes_every_admitted_environment_with_lineage_and_history(tmp_path):
     guess, easy = _designed_run(tmp_path / "run")
-    manifest = export_pool(tmp_path / "run", tmp_path / "pool")
+    manifest = export_pool(tmp_path / "run", tmp_path / "pool", RunDir(tmp_path / "run").history())
     assert manifest["environments"] == 2 and manifest["format"] == "curriculum-spade-pool" and manifest["version"] == 1
     assert json.loads((tmp_path / "pool" / "manifest.json").read_text()) == manifest
     rows = [json.loads(line) for line in (tmp_path / "pool" / "environments.jsonl").read_text().splitlines()]
@@ -64,9 +65,9 @@ def test_export_writes_every_admitted_environment_with_lineage_and_history(tmp_p
     assert second["history"] == []
     assert [e.hash for e in load_pool(tmp_path / "pool")] == [guess.hash, easy.hash]
     with pytest.raises(ValueError, match="already holds"):
-        export_pool(tmp_path / "run", tmp_path / "pool")
+        export_pool(tmp_path / "run", tmp_path / "pool", RunDir(tmp_path / "run").history())
     with pytest.raises(FileNotFoundError, match="no SPADE environment memory"):
-        export_pool(tmp_path / "empty", tmp_path / "pool2")
+        export_pool(tmp_path / "empty", tmp_path / "pool2", RunDir(tmp_path / "empty").history())
 
 
 def test_cli_export(tmp_path):
@@ -84,7 +85,7 @@ def test_a_fresh_run_trains_on_an_exported_pool(tmp_path, tiny_model_dir):
     from trainers.selfplay import SelfPlayTrainer
 
     envs = _designed_run(tmp_path / "run")
-    export_pool(tmp_path / "run", tmp_path / "pool")
+    export_pool(tmp_path / "run", tmp_path / "pool", RunDir(tmp_path / "run").history())
     config = validate_config({
         "model": {"name_or_path": str(tiny_model_dir)},
         "trainer": {"name": "selfplay", "learning_rate": 0.01, "beta": 0.0, "designer_delay": 1,

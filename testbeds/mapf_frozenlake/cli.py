@@ -18,16 +18,21 @@ from typing import Annotated, Any
 
 import typer
 
-from curriculum.console import fail
+from curriculum.core.commands import CommandHost, fail
 
 app = typer.Typer(help="MAPF-FrozenLake tools: optimal solving, answer validation, generation.",
                   no_args_is_help=True)
 
 
+def commands(host: CommandHost) -> typer.Typer:
+    """``curriculum mapf`` (this testbed's registry entry declares it; ``curriculum.core.commands``)."""
+    return app
+
+
 def _each_record(file: Path, handle: Callable[..., dict[str, Any]], *, solve: bool) -> None:
     """Print one output line per input record; exit 1 if any record failed."""
-    from curriculum.config import ConfigError
-    from curriculum.userfiles import EXIT_COMMAND_FAILED, EXIT_SOME_FAILED, jsonl_records
+    from curriculum.core.config import ConfigError
+    from curriculum.core.userfiles import EXIT_COMMAND_FAILED, EXIT_SOME_FAILED, jsonl_records
     from testbeds.mapf_frozenlake.batch import error_result
 
     failed = False
@@ -122,7 +127,7 @@ def _token_counter(name: str) -> Callable[[str], int]:
     def count(text: str) -> int:
         if not loaded:
             try:
-                from trainers.models import load_tokenizer, resolve_model_path
+                from curriculum.core.policy import load_tokenizer, resolve_model_path
 
                 loaded.append(load_tokenizer(resolve_model_path(name)))
             except Exception as err:  # noqa: BLE001 - any loading failure is the user's to fix
@@ -137,8 +142,8 @@ def _generator_config(path: Path):
     """The ``GeneratorConfig`` in a JSON file, or a readable refusal."""
     from pydantic import ValidationError
 
-    from curriculum.config import ConfigError, format_errors
-    from curriculum.userfiles import read_user_text
+    from curriculum.core.config import ConfigError, field_names, format_errors
+    from curriculum.core.userfiles import read_user_text
     from testbeds.mapf_frozenlake.config import GeneratorConfig
 
     try:
@@ -151,7 +156,8 @@ def _generator_config(path: Path):
             raise ConfigError(f"{path} must contain a JSON object (a GeneratorConfig)")
         return GeneratorConfig.model_validate(data)
     except ValidationError as err:
-        fail(format_errors(err, data, str(path)).replace("invalid", "invalid generator config", 1))
+        fail(format_errors(err, str(path), lambda loc: field_names(GeneratorConfig, loc))
+             .replace("invalid", "invalid generator config", 1))
     except ConfigError as err:
         fail(str(err))
 

@@ -6,8 +6,9 @@
 * ``show_env(run_dir, hash)`` — one entry by full hash or unique prefix, with its program, hint
   and the designer's raw output; ``KeyError`` when absent.
 * ``envs_table(entries)`` and ``env_panel(entry)`` — rich renderables of the same, for the CLI.
-* ``export_pool(run_dir, out)`` — ``curriculum spade export RUN --out DIR``: every admitted
-  environment of the run as a reusable pool (format below).
+* ``export_pool(run_dir, out, history)`` — ``curriculum spade export RUN --out DIR``: every
+  admitted environment of the run as a reusable pool (format below); ``history``: the run's
+  committed ``RoundReport``s (the command reads them through ``CommandHost.run_history``).
 
 Export format (``EXPORT_FORMAT``, version ``EXPORT_VERSION``), three files in ``DIR``:
 
@@ -29,11 +30,13 @@ Export format (``EXPORT_FORMAT``, version ``EXPORT_VERSION``), three files in ``
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import json
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
+from curriculum.core.commands import CommandHost
+from curriculum.core.records import RoundReport
 from engineers.spade.memory import FILENAME, Memory, MemoryEntry
 
 EXPORT_FORMAT = "curriculum-spade-pool"
@@ -128,12 +131,10 @@ def env_panel(entry: MemoryEntry):
     return Group(*parts)
 
 
-def _history(run_dir: Path) -> dict[str, list[dict[str, Any]]]:
+def _history(reports: Sequence[RoundReport]) -> dict[str, list[dict[str, Any]]]:
     """env hash → its recorded plays, in round order (``RoundReport.env_outcomes``)."""
-    from curriculum.rundir import RunDir
-
     out: dict[str, list[dict[str, Any]]] = {}
-    for report in RunDir(run_dir).history():
+    for report in reports:
         for o in report.env_outcomes:
             out.setdefault(o.env_id, []).append({
                 "round": report.round, "regret": o.regret, "raw_regret": o.raw_regret,
@@ -142,8 +143,9 @@ def _history(run_dir: Path) -> dict[str, list[dict[str, Any]]]:
     return out
 
 
-def export_pool(run_dir: str | Path, out: str | Path) -> dict[str, Any]:
-    """Write every admitted environment of ``run_dir`` to ``out`` (module docstring); returns the
+def export_pool(run_dir: str | Path, out: str | Path, history: Sequence[RoundReport]) -> dict[str, Any]:
+    """Write every admitted environment of ``run_dir`` (whose committed rounds are ``history``) to
+    ``out`` (module docstring); returns the
     manifest. ``FileNotFoundError`` without a memory, ``ValueError`` when nothing was admitted or
     ``out`` already holds an export."""
     from curriculum.core.pool import POOL_FILE, PoolEnvironment, save_pool
@@ -156,7 +158,7 @@ def export_pool(run_dir: str | Path, out: str | Path) -> dict[str, Any]:
         raise ValueError(f"{out} already holds an exported pool; choose an empty directory")
     out.mkdir(parents=True, exist_ok=True)
     parents = {e.hash: e.parent for e in list_envs(run_dir)}
-    history = _history(run_dir)
+    plays = _history(history)
     settings = sorted({e.setting for e in entries})
     rows = []
     for e in entries:
@@ -172,7 +174,7 @@ def export_pool(run_dir: str | Path, out: str | Path) -> dict[str, Any]:
                                                       "seed_similarity")},
             "lineage": {"parent": e.parent, "ancestors": ancestors, "corpus_doc_id": e.corpus_doc_id},
             "regret": e.regret, "win_rate_with_hint": e.win_rate_with_hint, "win_rate_without": e.win_rate_without,
-            "history": history.get(e.hash, []),
+            "history": plays.get(e.hash, []),
         })
     save_pool(out, [PoolEnvironment(hash=r["hash"], setting=r["setting"], skill=r["skill"], hint=r["hint"],
                                     program=r["program"]) for r in rows])
@@ -183,7 +185,8 @@ def export_pool(run_dir: str | Path, out: str | Path) -> dict[str, Any]:
     return manifest
 
 
-def _app():
+def commands(host: CommandHost):
+    """``curriculum spade`` (this engineer's registry entry declares it; ``curriculum.core.commands``)."""
     import typer
 
     app = typer.Typer(help="SPADE runs: export the environments a designer made.", no_args_is_help=True)
@@ -194,7 +197,7 @@ def _app():
         """Every admitted environment with hint, skill, admission results, lineage and regret
         history; train on it with testbed.initial_pool=memory:OUT."""
         try:
-            manifest = export_pool(run, out)
+            manifest = export_pool(run, out, host.run_history(run))
         except (FileNotFoundError, ValueError) as err:
             typer.echo(f"error: {err}", err=True)
             raise typer.Exit(2) from None
@@ -203,5 +206,3 @@ def _app():
 
     return app
 
-
-app = _app()

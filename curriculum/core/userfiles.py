@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from curriculum.config import ConfigError
+from curriculum.core.config import ConfigError
 
 EXIT_SOME_FAILED = 1
 """Exit status of a line-oriented tool when at least one input line produced an error."""

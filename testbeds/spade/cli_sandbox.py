@@ -1,4 +1,7 @@
-"""``curriculum sandbox``: try an environment program in the sandbox, or report the layers."""
+"""``curriculum sandbox``: try an environment program in the sandbox, or report the layers.
+
+The ``spade_pool`` testbed's command (it plays these programs); the sandbox itself is ``testbeds.sandbox``.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +11,16 @@ from typing import Annotated, Optional
 
 import typer
 
+from curriculum.core.commands import CommandHost
+
 app = typer.Typer(help="Run model-written environment programs in the sandbox.",
                   no_args_is_help=True)
+
+
+def commands(host: CommandHost) -> typer.Typer:
+    """``curriculum sandbox`` (the ``spade_pool`` testbed's registry entry declares it;
+    ``curriculum.core.commands``)."""
+    return app
 
 
 @app.command("try", epilog="Example: curriculum sandbox try my_env.py --action 3 --action '\\boxed{7}'")
@@ -31,9 +42,9 @@ def try_command(
     Prints each result as it comes, then one JSON line {"ok", "error", "steps"}.
     Exits 1 when the program failed (the JSON line says how), 2 when an input could not be
     used (an unreadable file, an action that is not JSON or could not be reported)."""
-    from curriculum.config import ConfigError
-    from curriculum.console import fail
-    from curriculum.userfiles import read_user_text
+    from curriculum.core.config import ConfigError
+    from curriculum.core.commands import fail
+    from curriculum.core.userfiles import read_user_text
     from testbeds.sandbox import SandboxConfig, try_program
 
     try:
@@ -52,7 +63,7 @@ def try_command(
 
 def _reportable(text: str, value) -> None:
     """Refuse an action that could not be sent to the sandbox and reported back as JSON."""
-    from curriculum.config import ConfigError
+    from curriculum.core.config import ConfigError
     from testbeds.sandbox import SandboxConfig
     from testbeds.sandbox.replies import ReplyError, check_tree
 
@@ -65,7 +76,7 @@ def _reportable(text: str, value) -> None:
 
 
 def _json_action(text: str):
-    from curriculum.config import ConfigError
+    from curriculum.core.config import ConfigError
 
     try:
         return json.loads(text)

@@ -1,0 +1,70 @@
+"""What one round costs in tokens, as a trainer states it from its config alone.
+
+``--dry-run``'s wall-time estimate (``curriculum.walltime``) adds the testbed's evals
+(``Testbed.eval_budget``), the engineer's model calls (``Engineer.design_budget``) and the
+trainer's rollouts and training (``Trainer.training_budget``, a ``TrainingBudget``), each as a
+``Work``: generated tokens, sequential decode steps, prefilled tokens and trained tokens.
+
+``generate_work(rows, tokens, batch)``: ``rows`` prompts answered in generate calls of up to
+``batch`` rows, each up to ``tokens`` new tokens; every call decodes ``tokens`` steps, whatever its
+rows, and prefills ``PROMPT_TOKENS`` per prompt unless told otherwise.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+PROMPT_TOKENS = 400
+"""Assumed prompt length of one training or eval task (a MAPF prompt of a mid-sized map)."""
+WARMSTART_FILL = 0.43
+"""Tokens of one warm-start example over PROMPT_TOKENS + trainer.max_completion_length (a
+reference answer is shorter than the completion limit, a prompt often shorter than PROMPT_TOKENS):
+the mean of the two CPU demos' measured ratios. MAPF: ~244 / (400 + 128) = 0.46. SPADE games:
+48 design examples of ~826 tokens and 96 agent moves of ~133 (token counts of a SPADE games
+warm start on the long library games), 364 / (400 + 512) = 0.40."""
+
+
+@dataclass(frozen=True)
+class Work:
+    """Token counts of one stage (module docstring)."""
+
+    generated: int = 0
+    decode_steps: int = 0
+    prefilled: int = 0
+    trained: int = 0
+
+    def __add__(self, other: Work) -> Work:
+        return Work(self.generated + other.generated, self.decode_steps + other.decode_steps,
+                    self.prefilled + other.prefilled, self.trained + other.trained)
+
+    def times(self, k: int) -> Work:
+        return Work(k * self.generated, k * self.decode_steps, k * self.prefilled, k * self.trained)
+
+
+def generate_work(rows: int, tokens: int, batch: int, prompt_tokens: int = PROMPT_TOKENS) -> Work:
+    """``rows`` prompts answered in generate calls of up to ``batch`` rows, each up to ``tokens``
+    new tokens: every call decodes ``tokens`` steps, whatever its rows."""
+    if rows <= 0 or tokens <= 0:
+        return Work()
+    return Work(generated=rows * tokens, decode_steps=math.ceil(rows / max(batch, 1)) * tokens,
+                prefilled=rows * prompt_tokens)
+
+
+@dataclass(frozen=True)
+class TrainingBudget:
+    """What a trainer's round costs, from the config alone (``Trainer.training_budget``).
+
+    The default is a trainer without a model (the simulated learner): nothing trained, and the
+    estimate falls back to a fixed time per round."""
+
+    trains_model: bool = False
+    """A model is trained (and its size sets the seconds); ``False``: a fixed time per round."""
+    round: Work = field(default_factory=Work)
+    """One round's rollouts and training."""
+    warmstart: Work = field(default_factory=Work)
+    """The supervised warm start, once before round 0 (skipped when cached)."""
+    reference_model: bool = False
+    """A frozen reference model runs a forward pass on every trained token (KL, ``beta > 0``)."""
+    evals_before_training: int = 1
+    """Evals before round 0 when the run sets ``eval_before_training`` (2: again after a warm start)."""
