@@ -32,7 +32,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from curriculum.core.breakdown import EvalBreakdown
-from curriculum.core.records import Design
+from curriculum.core.records import Design, Diagnostics
 from curriculum.core.spaces import BucketSpace
 from curriculum.core.types import Completion, Policy, Task
 from engineers.base import DesignContext, Engineer
@@ -199,7 +199,7 @@ class CheckpointEngineer(Engineer):
         return outputs, parsed, decoding, ""
 
     def _edit_diagnostics(self, ctx: DesignContext, raw: Any, projected: dict[str, Any],
-                          summary: str | None) -> dict[str, Any]:
+                          summary: str | None) -> Diagnostics:
         """The paper's behaviour diagnostics over the declared bucket space: edit granularity
         (proposed and applied), movement of the share mass relative to the competence frontier,
         and whether the summary's claims hold."""
