@@ -235,7 +235,7 @@ def run_calls(args, modes, policy, tokenizer, testbed, records: list[dict]) -> N
             started = time.perf_counter()
             design = engineer.design(ctx)
             seconds = time.perf_counter() - started
-            d = design.notes["diagnostics"]
+            d = design.diagnostics
             tokens = d["answer_tokens"] if d["answer_tokens"] is not None else len(
                 tokenizer(design.output or "", add_special_tokens=False)["input_ids"]) + 1
             rec = {"mode": mode, "seed": args.seed + i, "parsed": d["parsed"], "usable": d["usable_output"],

@@ -18,6 +18,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 
 from curriculum.core.commands import fail  # noqa: F401 - the controller's commands refuse the same way
+from curriculum.core.metrics import MetricKey, parse_metrics
 from curriculum.core.records import RoundReport, suite_label
 from curriculum.core.types import EvalReport
 
@@ -211,8 +212,8 @@ def headline_table(report: EvalReport) -> Table | None:
     """The papers' headline numbers: valid % and optimal % per suite (agent count), in [0, 100] as
     the paper's tables print them (the Trainee-to-Trainer paper compares 100 x the 3-agent rates), next to the
     pooled score. ``None`` when the report has no per-suite ``valid_rate/<suite>``."""
-    suites = [key.split("/")[1] for key in report.metrics
-              if key.count("/") == 1 and key.startswith("valid_rate/")]
+    suites = [key.group for key in parse_metrics(report.metrics)
+              if key.metric == "valid_rate" and key.group is not None and key.cell is None]
     if not suites:
         return None
     table = Table(title=f"paper-comparable (percent, {suite_label(report)} suite); pooled score {report.score:.4f}")
@@ -220,8 +221,8 @@ def headline_table(report: EvalReport) -> Table | None:
     table.add_column("valid %", justify="right")
     table.add_column("optimal %", justify="right")
     for suite in suites:
-        optimal = report.metrics.get(f"optimal_rate/{suite}")
-        table.add_row(suite, f"{100 * report.metrics[f'valid_rate/{suite}']:.2f}",
+        optimal = report.metrics.get(MetricKey("optimal_rate", suite).to_str())
+        table.add_row(suite, f"{100 * report.metrics[MetricKey('valid_rate', suite).to_str()]:.2f}",
                       "-" if optimal is None else f"{100 * optimal:.2f}")
     return table
 
@@ -231,17 +232,16 @@ def eval_table(report: EvalReport, title: str = "eval") -> Group:
     valid and optimal rate per map size; failure rate per check) go in one table, one row per
     (suite, part), plus an ``all`` row per suite from the ``metric/suite`` aggregates."""
     per_metric: dict[str, dict[tuple[str, str], float]] = {}
-    for key, value in report.metrics.items():
-        parts = key.split("/")
-        if len(parts) == 3:
-            per_metric.setdefault(parts[0], {})[(parts[1], parts[2])] = value
+    for key, value in parse_metrics(report.metrics).items():
+        if key.group is not None and key.cell is not None and "/" not in key.cell:
+            per_metric.setdefault(key.metric, {})[(key.group, key.cell)] = value
     groups: dict[tuple, list[str]] = {}
     for name, cells in per_metric.items():
         groups.setdefault(tuple(cells), []).append(name)
     tables: list[Table] = []
     # Tables whose metrics have suite aggregates (the headline rates) come first.
     ordered = sorted(groups.items(), key=lambda item: not any(
-        f"{n}/{suite}" in report.metrics for n in item[1] for suite, _ in item[0]))
+        MetricKey(n, suite).to_str() in report.metrics for n in item[1] for suite, _ in item[0]))
     for rows, names in ordered:
         table = Table(title=f"{title} (score {report.score:.4f})" if not tables else None)
         table.add_column("suite")
@@ -251,9 +251,9 @@ def eval_table(report: EvalReport, title: str = "eval") -> Group:
         for suite, part in rows:
             table.add_row(suite, part, *(f"{per_metric[n][(suite, part)]:.3f}" for n in names))
         for suite in dict.fromkeys(s for s, _ in rows):
-            if any(f"{n}/{suite}" in report.metrics for n in names):
-                table.add_row(suite, "[bold]all", *(f"{report.metrics.get(f'{n}/{suite}', float('nan')):.3f}"
-                                                    for n in names))
+            if any(MetricKey(n, suite).to_str() in report.metrics for n in names):
+                table.add_row(suite, "[bold]all",
+                              *(f"{report.metrics.get(MetricKey(n, suite).to_str(), float('nan')):.3f}" for n in names))
         tables.append(table)
     headline = headline_table(report)
     return Group(*([headline] if headline is not None else []), *tables)

@@ -361,7 +361,7 @@ def _design(config: RunConfig, report: RoundReport, proposal: Any, history: list
     next_proposal, changes = testbed.project(design.raw, proposal)
     report.design = DesignRecord(
         engineer=engineer.name, design=design, projected=next_proposal.model_dump(mode="json"),
-        changes=changes, diagnostics=design.notes.get("diagnostics", {}),
+        changes=changes, diagnostics=design.diagnostics,
     )
     run_dir.log({"round": index, "event": "design", "changes": len(changes)})
     return next_proposal

@@ -20,7 +20,6 @@ written before runs had two suites load with their one eval suite, labelled
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from curriculum.core.metrics import parse_metrics
 from curriculum.stats import bootstrap_mean_ci_columns
 
 FIGSIZE: tuple[float, float] = (10.0, 6.0)
@@ -35,44 +35,53 @@ FIGSIZE: tuple[float, float] = (10.0, 6.0)
 DPI = 100
 """Dots per inch: every PNG is FIGSIZE × DPI = 1000 × 600 pixels."""
 
-_RATE = re.compile(r"^(valid|optimal)_rate/(\d+)agents/(\d+x\d+)$")
-_SUITE = re.compile(r"^(valid|optimal)_rate/(\d+)agents$")
-
-
-_LEVEL_RATE = re.compile(r"^accuracy/([^/]+)/L(\d+)$")
-"""Bucket-space testbeds (reasoning-gym): accuracy per task and level, bucket ``<task>:<level>``."""
+RATE_METRICS = ("valid_rate", "optimal_rate")
+"""Per-bucket rate metrics of check-based testbeds (MAPF), keyed ``<kind>_rate/<suite>/<size>``."""
+LEVEL_METRIC = "accuracy"
+"""The per-bucket metric of levelled bucket spaces (reasoning-gym), keyed ``accuracy/<task>/L<level>``."""
 
 
 def bucket_order(size: str) -> tuple[int, str, int]:
     """Plot order of buckets: MAPF sizes by side; ``<task>:<level>`` buckets by task, then level."""
-    if re.fullmatch(r"\d+x\d+", size):
-        return (int(size.split("x")[0]), "", 0)
+    side, x, other = size.partition("x")
+    if x and side.isdigit() and other.isdigit():
+        return (int(side), "", 0)
     task, _, level = size.rpartition(":")
     return (0, task, int(level)) if level.isdigit() else (0, size, 0)
+
+
+def _is_size(cell: str | None) -> bool:
+    side, x, other = (cell or "").partition("x")
+    return bool(x) and side.isdigit() and other.isdigit()
 
 
 def rates_by_size(metrics: dict[str, float], kind: str = "valid") -> dict[str, float]:
     """Per map size, the mean of ``<kind>_rate/<k>agents/<size>`` over the agent counts present;
     per ``<task>:<level>`` bucket its ``accuracy/<task>/L<level>`` (both kinds: a reasoning-gym
-    answer is right or wrong)."""
+    answer is right or wrong). Keys are read as ``MetricKey``s."""
     acc: dict[str, list[float]] = {}
-    for key, value in metrics.items():
-        m = _RATE.match(key)
-        if m and m.group(1) == kind:
-            acc.setdefault(m.group(3), []).append(float(value))
-        m = _LEVEL_RATE.match(key)
-        if m:
-            acc.setdefault(f"{m.group(1)}:{m.group(2)}", []).append(float(value))
+    for key, value in parse_metrics(metrics).items():
+        if key.metric == f"{kind}_rate" and key.metric in RATE_METRICS and _suite_agents(key.group) is not None \
+                and _is_size(key.cell):
+            acc.setdefault(key.cell, []).append(float(value))
+        elif key.metric == LEVEL_METRIC and key.level is not None:
+            acc.setdefault(key.bucket, []).append(float(value))
     return {s: float(np.mean(acc[s])) for s in sorted(acc, key=bucket_order)}
+
+
+def _suite_agents(group: str | None) -> int | None:
+    """The agent count of a MAPF suite name ``<k>agents``, else ``None``."""
+    count = (group or "").removesuffix("agents")
+    return int(count) if group and group.endswith("agents") and count.isdigit() else None
 
 
 def suite_rates(metrics: dict[str, float], kind: str = "valid") -> dict[int, float]:
     """Agent count → ``<kind>_rate/<k>agents``."""
     out = {}
-    for key, value in metrics.items():
-        m = _SUITE.match(key)
-        if m and m.group(1) == kind:
-            out[int(m.group(2))] = float(value)
+    for key, value in parse_metrics(metrics).items():
+        agents = _suite_agents(key.group)
+        if key.metric == f"{kind}_rate" and key.cell is None and agents is not None:
+            out[agents] = float(value)
     return dict(sorted(out.items()))
 
 

@@ -106,5 +106,5 @@ class FrontierEngineer(Engineer):
         proposal = ctx.proposal.model_dump(mode="json")
         buckets, rule = frontier_proposal(space, space.read(proposal), rates, self.config)
         return Design(raw=space.write(buckets, proposal),
-                      notes={"bucket_scores": rates, "rule": rule,
-                             "diagnostics": {"frontier_buckets": [b for b, r in rule.items() if r == "frontier"]}})
+                      notes={"bucket_scores": rates, "rule": rule},
+                      diagnostics={"frontier_buckets": [b for b, r in rule.items() if r == "frontier"]})

@@ -100,5 +100,5 @@ class LearnabilityEngineer(Engineer):
         nxt = {b: Bucket(share=shares[b], knobs=dict(current[b].knobs)) for b in space.buckets}
         top = max(shares, key=shares.__getitem__)
         return Design(raw=space.write(nxt, ctx.proposal.model_dump(mode="json")),
-                      notes={"success_estimate": p, "learnability": {b: v * (1 - v) for b, v in p.items()},
-                             "diagnostics": {"top_bucket": top, "top_share": shares[top]}})
+                      notes={"success_estimate": p, "learnability": {b: v * (1 - v) for b, v in p.items()}},
+                      diagnostics={"top_bucket": top, "top_share": shares[top]})

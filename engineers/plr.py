@@ -152,5 +152,5 @@ class PLREngineer(Engineer):
         parents = sorted(scores, key=lambda b: -scores[b])[:cfg.mutate_top]
         edits = mutate(space, groups_of(ctx.testbed, space), nxt, parents, cfg, ctx.rng)
         return Design(raw=space.write(nxt, ctx.proposal.model_dump(mode="json")),
-                      notes={"scores": scores, "last_scored": last, "mutations": edits,
-                             "diagnostics": {"seen": len(scores), "buckets": len(space.buckets)}})
+                      notes={"scores": scores, "last_scored": last, "mutations": edits},
+                      diagnostics={"seen": len(scores), "buckets": len(space.buckets)})

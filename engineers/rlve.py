@@ -110,5 +110,5 @@ class RLVEEngineer(Engineer):
         shares = window_shares(windows, groups)
         nxt = {b: Bucket(share=shares.get(b, 0.0), knobs=dict(current[b].knobs)) for b in space.buckets}
         return Design(raw=space.write(nxt, ctx.proposal.model_dump(mode="json")),
-                      notes={"windows": {g: w.model_dump() for g, w in windows.items()},
-                             "diagnostics": {"top_levels": {g: groups[g][w.high] for g, w in windows.items()}}})
+                      notes={"windows": {g: w.model_dump() for g, w in windows.items()}},
+                      diagnostics={"top_levels": {g: groups[g][w.high] for g, w in windows.items()}})

@@ -23,7 +23,10 @@ Modules:
 * ``commands`` — a plugin's command-line sub-app (``CommandHost``, ``fail``);
 * ``userfiles`` — reading users' files (configs, JSONL inputs) with readable refusals;
 * ``types`` — ``Task``, ``Completion``, ``Policy``, ``Change``, ``EvalReport``;
-* ``records`` — ``Design``, ``DesignRecord``, ``RoundReport`` (what engineers read);
+* ``breakdown`` — ``EvalBreakdown``, the typed failure breakdown of an eval (``EvalReport.breakdown``);
+* ``metrics`` — ``MetricKey``, the typed name of a flat eval metric (``valid_rate/3agents/5x5``);
+* ``records`` — ``Design`` (with its typed ``Diagnostics``), ``DesignRecord``, ``RoundReport``
+  (what engineers read);
 * ``pool`` — the one schema of SPADE's environment pool: ``PoolEnvironment``, ``DesignSample``,
   ``EnvOutcome``, their task encoding, ``program_hash`` and the pool file;
 * ``distributed`` — who decides and writes under ``accelerate launch``;

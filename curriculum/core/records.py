@@ -14,12 +14,32 @@ the validation eval, with the suite named in ``scored_suite()``.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, JsonValue, model_validator
 
 from curriculum.core.pool import EnvOutcome
 from curriculum.core.types import Change, EvalReport
+
+
+def _plain(value: Any) -> Any:
+    """Tuples as lists and numpy scalars as Python numbers, recursively (everything else as is,
+    for ``JsonValue`` to accept or name)."""
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if type(value).__module__ == "numpy" and hasattr(value, "item"):
+        return value.item()
+    return value
+
+
+Diagnostics = Annotated[dict[str, JsonValue], BeforeValidator(_plain)]
+"""An engineer's per-round diagnostics: named readings (a count, a rate, a list of buckets, a
+short text), each a JSON value, that ``curriculum show`` and ``compare`` print beside the design
+(edit granularity, frontier movement, admitted environments...). Which names an engineer
+reports is its own; the record only guarantees they are named JSON values."""
 
 
 class Design(BaseModel):
@@ -33,8 +53,23 @@ class Design(BaseModel):
     """The full input the engineer's model read, if it used one."""
     output: str | None = None
     """The engineer model's raw text output, if any."""
+    diagnostics: Diagnostics = Field(default_factory=dict)
+    """What the engineer reports about this design (``Diagnostics``); the loop stores it on the
+    round's ``DesignRecord``."""
     notes: dict[str, Any] = Field(default_factory=dict)
-    """Engineer-specific extras (parsed summary, trial number, diagnostics...)."""
+    """Genuinely free-form engineer extras for inspection (parsed summary, trial number, the
+    engineer's own state...); nothing outside the engineer reads a key of it."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_diagnostics(cls, data: Any) -> Any:
+        """Designs written before ``diagnostics`` was a field kept them as ``notes["diagnostics"]``."""
+        if isinstance(data, Mapping) and "diagnostics" not in data:
+            notes = data.get("notes")
+            if isinstance(notes, Mapping) and isinstance(notes.get("diagnostics"), Mapping):
+                rest = {k: v for k, v in notes.items() if k != "diagnostics"}
+                return {**data, "notes": rest, "diagnostics": notes["diagnostics"]}
+        return data
 
 
 class DesignRecord(BaseModel):
@@ -50,8 +85,8 @@ class DesignRecord(BaseModel):
     """The legal proposal that the next round uses."""
     changes: list[Change]
     """Every edit ``project`` made to the raw proposal."""
-    diagnostics: dict[str, Any] = Field(default_factory=dict)
-    """Per-round diagnostics (edit granularity, frontier movement...)."""
+    diagnostics: Diagnostics = Field(default_factory=dict)
+    """Per-round diagnostics (``Design.diagnostics``: edit granularity, frontier movement...)."""
 
 
 class RoundReport(BaseModel):

@@ -13,6 +13,8 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from curriculum.core.breakdown import EvalBreakdown
+
 
 class Task(BaseModel):
     """One prompt the policy answers, with everything needed to score the answer."""
@@ -72,9 +74,11 @@ class EvalReport(BaseModel):
     score: float
     """The single scalar engineers and benchmarks optimise (testbed-defined; higher is better)."""
     metrics: dict[str, float]
-    """Flat aggregate metrics, e.g. ``{"valid_rate/3": 0.4, "optimal_rate/3": 0.3}``."""
-    breakdown: dict[str, Any] = Field(default_factory=dict)
-    """Structured failure breakdown (per suite, per size) that engineers read."""
+    """Flat aggregate metrics, e.g. ``{"valid_rate/3agents": 0.4, "optimal_rate/3agents/5x5": 0.3}``;
+    each name is a ``curriculum.core.metrics.MetricKey``'s ``to_str``."""
+    breakdown: EvalBreakdown = Field(default_factory=EvalBreakdown)
+    """Structured failure breakdown (per suite and bucket, per bucket's outcomes, or per group of
+    rates; ``curriculum.core.breakdown``) that engineers read."""
     bucket_scores: dict[str, float] = Field(default_factory=dict)
     """Success rate in [0, 1] per bucket of the testbed's ``BucketSpace`` (buckets the eval did not
     cover are absent): what bucket-editing engineers read (``curriculum.core.spaces``)."""

@@ -4,12 +4,12 @@
   ``render_failure_breakdown`` (MAPF) — for every eval suite (``3agents``, …) and every map size:
   number of eval instances, valid rate, optimal rate, and the count of responses failing each of
   the eight validity checks (checks with zero failures are omitted, "none" if all are zero).
-  Input: ``EvalReport.breakdown`` (a dumped ``FailureBreakdown``).
+  Input: ``EvalReport.breakdown`` (the kernel's ``EvalBreakdown``, its ``suites`` section).
   ``render_bucket_failures`` (any other bucket space, e.g. reasoning_gym) — through the declared
   space and its groups (reasoning_gym: task → its levels): per group its mean accuracy, per
   bucket n, accuracy (``EvalReport.bucket_scores``) and the non-zero failure counts of
-  ``breakdown["buckets"][bucket]`` (reasoning_gym: ``partial``, ``wrong``, ``no_answer``).
-  A breakdown of neither shape is rendered as compact JSON.
+  ``breakdown.buckets[bucket].failures`` (reasoning_gym: ``partial``, ``wrong``, ``no_answer``).
+  A breakdown of neither section lists its ``rates`` groups (``render_rates``).
 * ``render_guideline`` (G) — round-independent design heuristics for the testbed (``GUIDELINES``;
   a generic line for testbeds without their own), plus the meaning and legal range of every field
   of the declared space.
@@ -32,10 +32,12 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from dataclasses import field as _field
 from typing import Any
 
+from curriculum.core.breakdown import EvalBreakdown
 from curriculum.core.spaces import BucketSpace
 from engineers.checkpoint.config import ContextSpec
 
@@ -50,32 +52,39 @@ SECTION_TITLES = {
 
 # -- F ------------------------------------------------------------------------------------------
 
-def render_failure_breakdown(breakdown: Mapping[str, Any]) -> str:
-    """Module F: per suite and size, n, valid %, optimal % and failing-check counts."""
-    suites = breakdown.get("suites") if isinstance(breakdown, Mapping) else None
-    if not isinstance(suites, Mapping) or not suites:
-        if not breakdown:
-            return "(no evaluation results)"
-        return json.dumps(breakdown, sort_keys=True, default=str)[:4000]
+def render_failure_breakdown(breakdown: EvalBreakdown) -> str:
+    """Module F: per suite and size, n, valid %, optimal % and failing-check counts; a breakdown
+    without suites lists its rates groups (``render_rates``)."""
+    if not breakdown.suites:
+        return render_rates(breakdown)
     lines: list[str] = []
-    for name, suite in suites.items():
-        lines.append(f"{name} (n={suite.get('n', 0)}): valid {_pct(suite.get('valid_rate'))}, "
-                     f"optimal {_pct(suite.get('optimal_rate'))}")
-        for size, row in (suite.get("sizes") or {}).items():
-            failures = row.get("failures") or {}
-            failed = ", ".join(f"{check} {count}" for check, count in failures.items() if count)
-            lines.append(f"  {size:<6} n={row.get('n', 0):<3} valid {_pct(row.get('valid_rate')):>6}  "
-                         f"optimal {_pct(row.get('optimal_rate')):>6}  failed checks: {failed or 'none'}")
+    for name, suite in breakdown.suites.items():
+        lines.append(f"{name} (n={suite.n}): valid {_pct(suite.valid_rate)}, optimal {_pct(suite.optimal_rate)}")
+        for size, row in suite.sizes.items():
+            failed = ", ".join(f"{check} {count}" for check, count in row.failures.items() if count)
+            lines.append(f"  {size:<6} n={row.n:<3} valid {_pct(row.valid_rate):>6}  "
+                         f"optimal {_pct(row.optimal_rate):>6}  failed checks: {failed or 'none'}")
     return "\n".join(lines)
 
 
-def render_bucket_failures(breakdown: Mapping[str, Any], scores: Mapping[str, float],
+def render_rates(breakdown: EvalBreakdown) -> str:
+    """Module F for a breakdown of rates groups (the held-out testbed): per group, each item and
+    its value; ``(no evaluation results)`` when the breakdown is empty."""
+    if breakdown.is_empty():
+        return "(no evaluation results)"
+    lines: list[str] = []
+    for group, rates in breakdown.rates.items():
+        lines.append(f"{group}:")
+        lines.extend(f"  {item}: {value:.3f}" for item, value in rates.items())
+    return "\n".join(lines) if lines else "(no per-suite or per-group results)"
+
+
+def render_bucket_failures(breakdown: EvalBreakdown, scores: Mapping[str, float],
                            groups: Mapping[str, Sequence[str]]) -> str:
     """Module F for a bucket space without MAPF suites (reasoning_gym): per group (task), its mean
     accuracy, then per bucket (level) n, accuracy and the non-zero failure counts of
-    ``breakdown["buckets"][bucket]`` (every count except ``n`` and ``correct``)."""
-    counts = breakdown.get("buckets") if isinstance(breakdown, Mapping) else None
-    counts = counts if isinstance(counts, Mapping) else {}
+    ``breakdown.buckets[bucket]`` (``OutcomeCounts.failures``)."""
+    counts = breakdown.buckets
     if not scores and not counts:
         return "(no evaluation results)"
     width = max(len(b) for bs in groups.values() for b in bs)
@@ -85,60 +94,42 @@ def render_bucket_failures(breakdown: Mapping[str, Any], scores: Mapping[str, fl
         mean = sum(scores[b] for b in seen) / len(seen) if seen else None
         lines.append(f"{group}: accuracy {_pct(mean)}")
         for b in buckets:
-            row = counts.get(b) or {}
-            failed = ", ".join(f"{k} {v}" for k, v in row.items() if k not in ("n", "correct") and v)
-            lines.append(f"  {b:<{width}}  n={row.get('n', 0):<3} accuracy {_pct(scores.get(b)):>6}  "
+            row = counts.get(b)
+            failed = ", ".join(f"{k} {v}" for k, v in (row.failures if row else {}).items() if v)
+            lines.append(f"  {b:<{width}}  n={row.n if row else 0:<3} accuracy {_pct(scores.get(b)):>6}  "
                          f"failures: {failed or 'none'}")
     return "\n".join(lines)
 
 
-def render_failures(breakdown: Mapping[str, Any], scores: Mapping[str, float], space: Any,
+def render_failures(breakdown: EvalBreakdown, scores: Mapping[str, float], space: Any,
                     groups: Mapping[str, Sequence[str]] | None = None) -> str:
     """Module F for any testbed: MAPF suites (``render_failure_breakdown``), else the per-bucket
-    table of a bucket space (``render_bucket_failures``), else compact JSON."""
-    if has_suites(breakdown):
+    table of a bucket space (``render_bucket_failures``), else the rates groups."""
+    if breakdown.suites:
         return render_failure_breakdown(breakdown)
     if isinstance(space, BucketSpace):
         return render_bucket_failures(breakdown, scores, groups or {"all": space.buckets})
-    return render_failure_breakdown(breakdown)
+    return render_rates(breakdown)
 
 
-def result_rates(breakdown: Mapping[str, Any], scores: Mapping[str, float]) -> dict[str, float]:
+def result_rates(breakdown: EvalBreakdown, scores: Mapping[str, float]) -> dict[str, float]:
     """The per-bucket success rate the diagnostics compare: MAPF's valid rate per size (from the
     suites), otherwise the eval's ``bucket_scores``."""
     return next(iter(result_columns(breakdown, scores).values()))
-
-
-def has_suites(breakdown: Any) -> bool:
-    """A dumped MAPF ``FailureBreakdown`` (eval suites per agent count)?"""
-    return isinstance(breakdown, Mapping) and isinstance(breakdown.get("suites"), Mapping)
 
 
 def _pct(x: Any) -> str:
     return f"{100.0 * float(x):.1f}%" if isinstance(x, (int, float)) else "n/a"
 
 
-def valid_rates_by_size(breakdown: Mapping[str, Any]) -> dict[str, float]:
+def valid_rates_by_size(breakdown: EvalBreakdown) -> dict[str, float]:
     """Valid rate per size averaged over suites, weighted by instance count (sizes with n>0)."""
-    return _rate_by_size(breakdown, "valid_rate")
+    return breakdown.rates_by_bucket("valid_rate")
 
 
-def optimal_rates_by_size(breakdown: Mapping[str, Any]) -> dict[str, float]:
+def optimal_rates_by_size(breakdown: EvalBreakdown) -> dict[str, float]:
     """Optimal rate per size averaged over suites, weighted by instance count."""
-    return _rate_by_size(breakdown, "optimal_rate")
-
-
-def _rate_by_size(breakdown: Mapping[str, Any], key: str) -> dict[str, float]:
-    totals: dict[str, list[float]] = {}
-    suites = breakdown.get("suites") if isinstance(breakdown, Mapping) else None
-    for suite in (suites or {}).values():
-        for size, row in (suite.get("sizes") or {}).items():
-            n = float(row.get("n") or 0)
-            if n > 0:
-                acc = totals.setdefault(size, [0.0, 0.0])
-                acc[0] += n * float(row.get(key, 0.0))
-                acc[1] += n
-    return {size: acc[0] / acc[1] for size, acc in totals.items()}
+    return breakdown.rates_by_bucket("optimal_rate")
 
 
 # -- G ------------------------------------------------------------------------------------------
@@ -193,9 +184,23 @@ def render_guideline(testbed_name: str, bounds: Mapping[str, tuple[float, float]
 
 # -- H ------------------------------------------------------------------------------------------
 
-def render_history(entries: Sequence[Mapping[str, Any]], *, space: BucketSpace, include_initial_config: bool,
+@dataclass(frozen=True)
+class HistoryEntry:
+    """One earlier round as module H shows it."""
+
+    round: int
+    """Round index."""
+    proposal: Mapping[str, Any]
+    """The proposal the round trained on (as dumped JSON)."""
+    breakdown: EvalBreakdown = _field(default_factory=EvalBreakdown)
+    """The round's validation failure breakdown."""
+    scores: Mapping[str, float] = _field(default_factory=dict)
+    """The round's validation ``bucket_scores``."""
+
+
+def render_history(entries: Sequence[HistoryEntry], *, space: BucketSpace, include_initial_config: bool,
                    max_rounds: int) -> str:
-    """Module H from ``[{"round", "proposal", "breakdown", "scores"}, ...]`` (oldest first): per
+    """Module H from ``HistoryEntry``s (oldest first): per
     bucket of the testbed's ``space``, the share and knobs trained on, then the result columns
     (``result_columns``: MAPF's valid and optimal rates, otherwise the bucket's eval accuracy).
 
@@ -209,10 +214,10 @@ def render_history(entries: Sequence[Mapping[str, Any]], *, space: BucketSpace, 
     fields = " ".join(f"{n[:5]:>5}" for n in ("share", *(k.name for k in space.knobs)))
     blocks = []
     for entry in shown:
-        round_index = int(entry["round"])
+        round_index = entry.round
         hide = round_index == 0 and not include_initial_config
-        buckets = _read_or_empty(space, entry.get("proposal") or {})
-        columns = result_columns(entry.get("breakdown") or {}, entry.get("scores") or {})
+        buckets = _read_or_empty(space, entry.proposal)
+        columns = result_columns(entry.breakdown, entry.scores)
         title = f"round {round_index}" + (" (random start config, not shown)" if hide else "")
         lines = [title, f"  {space.unit.split()[-1]:<{width}}{fields} " + "".join(f"{c:>8}" for c in columns)]
         names = list(dict.fromkeys([*space.buckets, *(b for rates in columns.values() for b in rates)]))
@@ -227,10 +232,10 @@ def render_history(entries: Sequence[Mapping[str, Any]], *, space: BucketSpace, 
     return "\n".join(blocks)
 
 
-def result_columns(breakdown: Mapping[str, Any], scores: Mapping[str, float]) -> dict[str, dict[str, float]]:
+def result_columns(breakdown: EvalBreakdown, scores: Mapping[str, float]) -> dict[str, dict[str, float]]:
     """H's result columns: ``valid`` and ``optimal`` per size from MAPF suites, else ``accuracy``
     per bucket from the eval's ``bucket_scores``."""
-    if has_suites(breakdown):
+    if breakdown.suites:
         return {"valid": valid_rates_by_size(breakdown), "optimal": optimal_rates_by_size(breakdown)}
     return {"accuracy": {str(b): float(v) for b, v in scores.items()}}
 

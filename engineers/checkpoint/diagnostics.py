@@ -40,6 +40,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from curriculum.core.records import Diagnostics
 from curriculum.core.spaces import BucketSpace
 
 FRONTIER_THRESHOLD = 0.5
@@ -61,7 +62,7 @@ def _cells(config: Mapping[str, Any] | None, container: str) -> dict[tuple[str, 
 
 
 def edit_granularity(before: Mapping[str, Any], after: Mapping[str, Any] | None, *,
-                     tolerance: float = 0.02, local_max_sizes: int = 3, container: str = "sizes") -> dict[str, Any]:
+                     tolerance: float = 0.02, local_max_sizes: int = 3, container: str = "sizes") -> Diagnostics:
     """Cells of ``after`` that differ from ``before`` by more than ``tolerance`` (see docstring)."""
     old, new = _cells(before, container), _cells(after, container)
     changed = [[bucket, field] for (bucket, field), value in new.items()
@@ -98,7 +99,7 @@ def frontier_groups_of(rates: Mapping[str, float], groups: Mapping[str, Sequence
 
 
 def frontier_movement(rates: Mapping[str, float], before: Mapping[str, Any], after: Mapping[str, Any],
-                      space: BucketSpace, groups: Mapping[str, Sequence[str]] | None = None) -> dict[str, Any]:
+                      space: BucketSpace, groups: Mapping[str, Sequence[str]] | None = None) -> Diagnostics:
     """Share mass relative to the competence frontier, before and after (see docstring)."""
     groups = groups or {"all": space.buckets}
     sides = frontier_groups_of(rates, groups)
@@ -176,7 +177,7 @@ def summary_claims(summary: str, names: Sequence[str] = ()) -> list[dict[str, An
 
 
 def summary_consistency(summary: str | None, rates: Mapping[str, float],
-                        groups: Mapping[str, Sequence[str]] | None = None) -> dict[str, Any]:
+                        groups: Mapping[str, Sequence[str]] | None = None) -> Diagnostics:
     """Does the summary contradict F? (keyword heuristic of the module docstring)."""
     if not summary:
         return {"checked": False, "reason": "no summary", "claims": [], "contradictions": [],

@@ -31,7 +31,8 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel
 
-from curriculum.core.records import Design
+from curriculum.core.breakdown import EvalBreakdown
+from curriculum.core.records import Design, Diagnostics
 from curriculum.core.spaces import BucketSpace
 from curriculum.core.types import Completion, Policy, Task
 from engineers.base import DesignContext, Engineer
@@ -102,7 +103,7 @@ class CheckpointEngineer(Engineer):
         texts: dict[str, str | None] = {}
         space = ctx.testbed.proposal_space
         if spec.failure:
-            texts["failure"] = ctxmod.render_failures(latest.eval.breakdown if latest else {},
+            texts["failure"] = ctxmod.render_failures(latest.eval.breakdown if latest else EvalBreakdown(),
                                                       latest.eval.bucket_scores if latest else {},
                                                       space, _groups(ctx.testbed))
         if spec.guideline:
@@ -110,8 +111,8 @@ class CheckpointEngineer(Engineer):
             texts["guideline"] = ctxmod.render_guideline(ctx.testbed.name, bounds, docs,
                                                          unit=getattr(space, "unit", "bucket"))
         if spec.history:
-            entries = [{"round": r.round, "proposal": r.proposal, "breakdown": r.eval.breakdown,
-                        "scores": r.eval.bucket_scores} for r in ctx.history]
+            entries = [ctxmod.HistoryEntry(round=r.round, proposal=r.proposal, breakdown=r.eval.breakdown,
+                                           scores=r.eval.bucket_scores) for r in ctx.history]
             texts["history"] = ctxmod.render_history(entries, space=space,
                                                      include_initial_config=spec.history_initial_config,
                                                      max_rounds=self.config.history_rounds)
@@ -167,7 +168,8 @@ class CheckpointEngineer(Engineer):
             f"----- attempt {i + 1} -----\n{text}" for i, text in enumerate(outputs))
         return Design(raw=raw, prompt=prompt_text(messages), output=output if outputs else None,
                       notes={"summary": summary, "reasoning": parsed.reasoning[:4000] if parsed else None,
-                             "status": status, "diagnostics": diagnostics})
+                             "status": status},
+                      diagnostics=diagnostics)
 
     @staticmethod
     def judge(ctx: DesignContext, parsed: ParsedAnswer | None) -> tuple[bool, Any, Any, list, Any, bool]:
@@ -204,7 +206,7 @@ class CheckpointEngineer(Engineer):
         return outputs, parsed, decoding, ""
 
     def _edit_diagnostics(self, ctx: DesignContext, raw: Any, projected: dict[str, Any],
-                          summary: str | None) -> dict[str, Any]:
+                          summary: str | None) -> Diagnostics:
         """The paper's behaviour diagnostics over the declared bucket space: edit granularity
         (proposed and applied), movement of the share mass relative to the competence frontier,
         and whether the summary's claims hold."""

@@ -11,7 +11,7 @@ so the trainer plays and scores them but never trains the shared policy on them)
 to ``<run_dir>/spade_rounds.jsonl``, saves the pool to ``<run_dir>/spade_pool.jsonl``, and
 returns ``Design(raw={"environments": [...], "designs": [...]})`` — the active admitted
 environments of the memory (``PoolEnvironment``) and this round's ``DesignSample``s — with the
-summary under ``notes["spade"]`` and ``notes["diagnostics"]`` (admitted count, rejections per
+summary under ``notes["spade"]`` and ``Design.diagnostics`` (admitted count, rejections per
 reason, how many admitted designs copy a seed-library environment and each one's closest seed,
 Vendi score / n).
 
@@ -213,15 +213,15 @@ class SpadeEngineer(Engineer):
             output=first.output if first else None,
             notes={"spade": summary.model_dump(mode="json"),
                    "pool_size": len(pool),
-                   "corpus": self._corpus.info.__dict__ if self._corpus else None,
-                   "diagnostics": {"admitted": len(summary.admitted), "designs": summary.designs,
-                                   "rejections": summary.rejections,
-                                   "seed_copies": len(summary.seed_copies),
-                                   "closest_seed": [f"{h[:8]} {summary.seed_similarity[h][0]} "
-                                                    f"{summary.seed_similarity[h][1]:.2f}"
-                                                    for h in summary.admitted if h in summary.seed_similarity],
-                                   "vendi_per_n": summary.vendi_per_n,
-                                   "vendi_per_n_run": summary.vendi_per_n_run}})
+                   "corpus": self._corpus.info.__dict__ if self._corpus else None},
+            diagnostics={"admitted": len(summary.admitted), "designs": summary.designs,
+                         "rejections": summary.rejections,
+                         "seed_copies": len(summary.seed_copies),
+                         "closest_seed": [f"{h[:8]} {summary.seed_similarity[h][0]} "
+                                          f"{summary.seed_similarity[h][1]:.2f}"
+                                          for h in summary.admitted if h in summary.seed_similarity],
+                         "vendi_per_n": summary.vendi_per_n,
+                         "vendi_per_n_run": summary.vendi_per_n_run})
 
     def warmstart_examples(self, n: int, seed: int) -> list[dict[str, Any]]:
         """The designer role's warm start on the seed library (``designer_warmstart``)."""

@@ -24,6 +24,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from curriculum.core.breakdown import EvalBreakdown
 from curriculum.core.pool import PoolEnvironment
 from curriculum.core.types import Policy, Task
 from testbeds.synthetic.games import extract_boxed
@@ -86,8 +87,9 @@ def answer_of(text: str) -> str:
 
 
 def evaluate(policy: Policy, config: ReasoningGymEval, *, seed: int = 0,
-             samples: int = 3) -> tuple[dict[str, float], dict[str, Any], list[dict[str, Any]]]:
-    """(metrics, breakdown, a few samples). Greedy unless the policy's own config says otherwise."""
+             samples: int = 3) -> tuple[dict[str, float], EvalBreakdown, list[dict[str, Any]]]:
+    """(metrics, breakdown (mean score per dataset: rates group ``reasoning_gym``), a few samples).
+    Greedy unless the policy's own config says otherwise."""
     items = build_items(config.datasets, config.per_dataset, config.eval_seed)
     tasks = [Task(id=f"rg-{it['dataset']}-{it['index']}", messages=[{"role": "user", "content": it["question"] + INSTRUCTION}])
              for it in items]
@@ -107,7 +109,7 @@ def evaluate(policy: Policy, config: ReasoningGymEval, *, seed: int = 0,
                                 "answer": it["answer"], "score": score})
     metrics = {f"reasoning_gym/{c}": sum(v) / len(v) for c, v in per_cat.items()}
     metrics["reasoning_gym/mean"] = sum(metrics.values()) / max(len(metrics), 1)  # one '/': shown per round
-    breakdown = {"reasoning_gym": {d: sum(v) / len(v) for d, v in per_ds.items()}}
+    breakdown = EvalBreakdown(rates={"reasoning_gym": {d: sum(v) / len(v) for d, v in per_ds.items()}})
     return metrics, breakdown, out_samples
 
 

@@ -24,6 +24,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from curriculum.core.breakdown import EvalBreakdown
 from curriculum.core.types import Policy, Task
 
 TOOL_TASKS: dict[str, str] = {}
@@ -246,8 +247,9 @@ SYSTEM = ("You are operating tools over a backend state. Each turn, call exactly
 
 
 def evaluate(policy: Policy, config: ToolSuiteEval, sandbox: Any, *, seed: int = 0,
-             samples: int = 2) -> tuple[dict[str, float], dict[str, Any], list[dict[str, Any]]]:
-    """Play every task's episodes with ``policy`` (batched turns, replayed env steps)."""
+             samples: int = 2) -> tuple[dict[str, float], EvalBreakdown, list[dict[str, Any]]]:
+    """Play every task's episodes with ``policy`` (batched turns, replayed env steps): (metrics,
+    breakdown (the metrics as rates group ``tools``), a few samples)."""
     from testbeds.sandbox import SandboxFailure
 
     episodes = [{"task": name, "seed": config.eval_seed + i, "messages": [], "actions": [], "done": False,
@@ -300,7 +302,7 @@ def evaluate(policy: Policy, config: ToolSuiteEval, sandbox: Any, *, seed: int =
     metrics["tools/calls_when_solved"] = sum(wins) / len(wins) if wins else 0.0
     out = [{"task": ep["task"], "seed": ep["seed"], "won": ep["won"], "turns": ep["messages"][-4:]}
            for ep in episodes[:samples]]
-    return metrics, {"tools": metrics}, out
+    return metrics, EvalBreakdown(rates={"tools": metrics}), out
 
 
 def _safe(fn: Any, *args: Any) -> Any:

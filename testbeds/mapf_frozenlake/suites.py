@@ -30,10 +30,8 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Any
-
-from pydantic import BaseModel, ConfigDict, Field
-
+from curriculum.core.breakdown import EvalBreakdown, SuiteCell, SuiteResult
+from curriculum.core.metrics import MetricKey
 from curriculum.core.paths import cache_dir
 from testbeds.mapf_frozenlake.config import SIZES, uniform_config
 from testbeds.mapf_frozenlake.generator import generate
@@ -118,114 +116,70 @@ def _draw_suite(agents: int, per_size: int, seed: int, hole_ratio: float, sizes:
                      f"suite on {short}: the maps are too small to hold that many distinct instances")
 
 
-class SizeBreakdown(BaseModel):
-    """Eval results of one suite at one map size."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    n: int
-    """Number of eval instances."""
-    valid_rate: float
-    """Share of responses passing all eight checks."""
-    optimal_rate: float
-    """Share of responses that are valid and reach the optimal sum of costs."""
-    failures: dict[str, int]
-    """Per check: number of responses failing it (all eight keys present)."""
-    mean_tokens: float
-    """Mean response length in tokens."""
-    mean_cost_ratio: float | None = None
-    """Mean plan cost / optimal cost over valid responses (1.0 = all optimal; ``None`` if
-    no valid response): how much longer the model's paths are than necessary."""
+SizeBreakdown = SuiteCell
+"""One suite at one map size (the kernel's ``SuiteCell``)."""
+SuiteBreakdown = SuiteResult
+"""One suite aggregated over sizes, with the per-size table (the kernel's ``SuiteResult``)."""
+FailureBreakdown = EvalBreakdown
+"""What engineers read (module F): the kernel's ``EvalBreakdown`` with its ``suites`` section,
+keyed ``"{k}agents"``."""
 
 
-class SuiteBreakdown(SizeBreakdown):
-    """Eval results of one suite, aggregated over sizes, with the per-size table."""
-
-    agents: int
-    """Number of agents in this suite's instances."""
-    sizes: dict[str, SizeBreakdown] = Field(default_factory=dict)
-    """Per map size (``"3x3"`` … ``"10x10"``)."""
-
-
-class FailureBreakdown(BaseModel):
-    """Per suite (``"3agents"``, …) → per size: what engineers read (module F)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    suites: dict[str, SuiteBreakdown]
-    """Keyed ``"{k}agents"``."""
-
-    def table(self) -> str:
-        """Compact text table (valid %, optimal %, top failures) for engineer prompts."""
-        lines = []
-        for name, s in self.suites.items():
-            lines.append(f"{name}: valid {100 * s.valid_rate:.1f}%  optimal "
-                         f"{100 * s.optimal_rate:.1f}%  n={s.n}  mean tokens {s.mean_tokens:.0f}")
-            for size, b in s.sizes.items():
-                fails = ", ".join(f"{c} {k}" for c, k in b.failures.items() if k)
-                lines.append(f"  {size:<6} valid {100 * b.valid_rate:5.1f}%  optimal "
-                             f"{100 * b.optimal_rate:5.1f}%  failures: {fails or 'none'}")
-        return "\n".join(lines)
-
-
-def _agg(rows: list[tuple[Verdict, int]]) -> dict[str, Any]:
+def _agg(rows: list[tuple[Verdict, int]]) -> SuiteCell:
     n = len(rows)
     fails = {c: 0 for c in CHECKS}
     for v, _ in rows:
         for c in v.failed:
             fails[c] += 1
-    return {
-        "n": n,
-        "valid_rate": sum(v.valid for v, _ in rows) / n if n else 0.0,
-        "optimal_rate": sum(v.optimal for v, _ in rows) / n if n else 0.0,
-        "failures": fails,
-        "mean_tokens": sum(t for _, t in rows) / n if n else 0.0,
-        "mean_cost_ratio": (sum(r) / len(r) if (r := [v.cost / v.optimal_cost for v, _ in rows
-                                                      if v.valid and v.optimal_cost]) else None),
-    }
+    ratios = [v.cost / v.optimal_cost for v, _ in rows if v.valid and v.optimal_cost]
+    return SuiteCell(n=n, valid_rate=sum(v.valid for v, _ in rows) / n if n else 0.0,
+                     optimal_rate=sum(v.optimal for v, _ in rows) / n if n else 0.0,
+                     failures=fails, mean_tokens=sum(t for _, t in rows) / n if n else 0.0,
+                     mean_cost_ratio=sum(ratios) / len(ratios) if ratios else None)
 
 
 def summarize(instances: list[Instance], verdicts: list[Verdict],
-              num_tokens: list[int]) -> FailureBreakdown:
-    """Group verdicts by (number of agents, size) into a ``FailureBreakdown``."""
+              num_tokens: list[int]) -> EvalBreakdown:
+    """Group verdicts by (number of agents, size) into an ``EvalBreakdown``'s ``suites``."""
     by: dict[int, dict[str, list[tuple[Verdict, int]]]] = {}
     for inst, v, t in zip(instances, verdicts, num_tokens):
         by.setdefault(inst.num_agents, {}).setdefault(inst.size, []).append((v, t))
     suites = {}
     for k in sorted(by):
-        sizes = {s: SizeBreakdown(**_agg(by[k][s])) for s in SIZES if s in by[k]}
+        sizes = {s: _agg(by[k][s]) for s in SIZES if s in by[k]}
         rows = [r for s in SIZES if s in by[k] for r in by[k][s]]
-        suites[f"{k}agents"] = SuiteBreakdown(agents=k, sizes=sizes, **_agg(rows))
-    return FailureBreakdown(suites=suites)
+        suites[f"{k}agents"] = SuiteResult(agents=k, sizes=sizes, **dict(_agg(rows)))
+    return EvalBreakdown(suites=suites)
 
 
-def flat_metrics(b: FailureBreakdown) -> dict[str, float]:
-    """``valid_rate/3agents``, ``optimal_rate/3agents/5x5``, ``failures/3agents/hole_free``, …"""
-    out: dict[str, float] = {}
+def flat_metrics(b: EvalBreakdown) -> dict[str, float]:
+    """``valid_rate/3agents``, ``optimal_rate/3agents/5x5``, ``failure_rate/3agents/hole_free``, …
+    (each name a ``MetricKey``: metric / suite / size or check)."""
+    out: dict[MetricKey, float] = {}
     total_n = 0
     total_tokens = 0.0
     for name, s in b.suites.items():
-        out[f"valid_rate/{name}"] = s.valid_rate
-        out[f"optimal_rate/{name}"] = s.optimal_rate
-        out[f"mean_tokens/{name}"] = s.mean_tokens
+        out[MetricKey("valid_rate", name)] = s.valid_rate
+        out[MetricKey("optimal_rate", name)] = s.optimal_rate
+        out[MetricKey("mean_tokens", name)] = s.mean_tokens
         if s.mean_cost_ratio is not None:
-            out[f"cost_ratio/{name}"] = s.mean_cost_ratio
+            out[MetricKey("cost_ratio", name)] = s.mean_cost_ratio
         for c, k in s.failures.items():
-            out[f"failure_rate/{name}/{c}"] = k / s.n if s.n else 0.0
+            out[MetricKey("failure_rate", name, c)] = k / s.n if s.n else 0.0
         for size, sb in s.sizes.items():
-            out[f"valid_rate/{name}/{size}"] = sb.valid_rate
-            out[f"optimal_rate/{name}/{size}"] = sb.optimal_rate
+            out[MetricKey.for_bucket("valid_rate", name, size)] = sb.valid_rate
+            out[MetricKey.for_bucket("optimal_rate", name, size)] = sb.optimal_rate
         total_n += s.n
         total_tokens += s.mean_tokens * s.n
-    out["mean_tokens"] = total_tokens / total_n if total_n else 0.0
-    out["valid_rate"] = (sum(s.valid_rate * s.n for s in b.suites.values()) / total_n
-                         if total_n else 0.0)
-    out["optimal_rate"] = (sum(s.optimal_rate * s.n for s in b.suites.values()) / total_n
-                           if total_n else 0.0)
-    return out
+    out[MetricKey("mean_tokens")] = total_tokens / total_n if total_n else 0.0
+    out[MetricKey("valid_rate")] = (sum(s.valid_rate * s.n for s in b.suites.values()) / total_n
+                                    if total_n else 0.0)
+    out[MetricKey("optimal_rate")] = (sum(s.optimal_rate * s.n for s in b.suites.values()) / total_n
+                                      if total_n else 0.0)
+    return {k.to_str(): v for k, v in out.items()}
 
 
-def bucket_scores(b: FailureBreakdown) -> dict[str, float]:
+def bucket_scores(b: EvalBreakdown) -> dict[str, float]:
     """Per size, the valid rate averaged over the eval suites (agent counts) that cover it."""
     acc: dict[str, list[float]] = {}
     for suite in b.suites.values():

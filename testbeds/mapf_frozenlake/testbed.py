@@ -341,7 +341,7 @@ class MAPFTestbed(Testbed):
         breakdown = summarize(insts, verdicts, tokens)
         metrics = flat_metrics(breakdown)
         samples = self._samples(tasks, comps, verdicts)
-        return EvalReport(score=metrics["valid_rate"], metrics=metrics, breakdown=breakdown.model_dump(),
+        return EvalReport(score=metrics["valid_rate"], metrics=metrics, breakdown=breakdown,
                           bucket_scores=bucket_scores(breakdown), samples=samples, suite=suite,
                           task_scores={t.id: float(v.valid) for t, v in zip(tasks, verdicts)})
 

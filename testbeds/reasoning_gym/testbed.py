@@ -23,9 +23,9 @@ min(``max_levels``, max over attributes of len(levels)) levels. Buckets are grou
   suite skips items whose prompt is a validation item's, and ``sample`` skips any held-out
   prompt, taking the bucket's next item instead. ``score`` = mean over buckets of the accuracy (share of answers scoring 1);
   metrics ``accuracy/<task>`` and ``accuracy/<task>/L<level>``; ``bucket_scores``; and the failure
-  breakdown per task and level, ``breakdown["buckets"][<task>:<level>] = {"n", "correct",
-  "partial" (0 < score < 1), "wrong" (a boxed answer scoring 0), "no_answer" (no \\boxed{})}`` —
-  the bucket-space shape the checkpoint engineer's module F renders.
+  breakdown per task and level, ``breakdown.buckets[<task>:<level>]`` an ``OutcomeCounts`` (``n``,
+  ``correct``, failures ``partial`` (0 < score < 1), ``wrong`` (a boxed answer scoring 0),
+  ``no_answer`` (no \\boxed{})) — the bucket-space section the checkpoint engineer's module F renders.
 """
 
 from __future__ import annotations
@@ -41,6 +41,8 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from curriculum.core.presets import Preset
+from curriculum.core.breakdown import EvalBreakdown, OutcomeCounts
+from curriculum.core.metrics import MetricKey, dump_metrics
 from curriculum.core.spaces import BucketSpace
 from curriculum.core.types import Change, Completion, EvalReport, Policy, Task
 from testbeds.base import Testbed
@@ -332,7 +334,8 @@ class ReasoningGymTestbed(Testbed):
 
 
 OUTCOMES = ("correct", "partial", "wrong", "no_answer")
-"""How one eval answer ended (``breakdown["buckets"][bucket]`` counts each)."""
+"""How one eval answer ended (``breakdown.buckets[bucket]`` counts each: ``correct``, the others
+as ``failures``)."""
 
 
 def _outcome(verdict: dict[str, Any]) -> str:
@@ -350,18 +353,21 @@ def eval_report(tasks: Sequence[Task], completions: Sequence[Completion], verdic
     for t, v in zip(tasks, verdicts, strict=True):
         outcomes[t.features["bucket"]].append(_outcome(v))
     scores = {b: sum(o == "correct" for o in os) / len(os) for b, os in outcomes.items() if os}
-    metrics: dict[str, float] = {}
+    keyed: dict[MetricKey, float] = {}
     for task, buckets in groups.items():
         seen = [b for b in buckets if b in scores]
-        metrics[f"accuracy/{task}"] = float(np.mean([scores[b] for b in seen])) if seen else 0.0
-        for level, b in enumerate(buckets):
+        keyed[MetricKey("accuracy", task)] = float(np.mean([scores[b] for b in seen])) if seen else 0.0
+        for b in buckets:
             if b in scores:
-                metrics[f"accuracy/{task}/L{level}"] = scores[b]
-    counts = {b: {"n": len(os), **{k: os.count(k) for k in OUTCOMES}} for b, os in outcomes.items() if os}
-    metrics["accuracy"] = float(np.mean(list(scores.values()))) if scores else 0.0
-    metrics["mean_tokens"] = float(np.mean([c.num_tokens for c in completions])) if completions else 0.0
+                keyed[MetricKey.for_bucket("accuracy", task, b)] = scores[b]
+    counts = {b: OutcomeCounts(n=len(os), correct=os.count("correct"),
+                               failures={k: os.count(k) for k in OUTCOMES if k != "correct"})
+              for b, os in outcomes.items() if os}
+    keyed[MetricKey("accuracy")] = float(np.mean(list(scores.values()))) if scores else 0.0
+    keyed[MetricKey("mean_tokens")] = float(np.mean([c.num_tokens for c in completions])) if completions else 0.0
+    metrics = dump_metrics(keyed)
     samples = [{"prompt": t.messages[-1]["content"][:300], "response": c.text[:300], "answer": t.data["answer"],
                 **v} for t, c, v in list(zip(tasks, completions, verdicts, strict=True))[:3]]
     return EvalReport(score=metrics["accuracy"], metrics=metrics, samples=samples, bucket_scores=scores,
-                      breakdown={"buckets": counts},
+                      breakdown=EvalBreakdown(buckets=counts),
                       task_scores={t.id: float(_outcome(v) == "correct") for t, v in zip(tasks, verdicts)})

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal
 
+from curriculum.core.breakdown import EvalBreakdown
 from curriculum.core.types import Completion, Policy, Task
 from engineers.base import DesignContext
 from engineers.checkpoint.config import CheckpointEngineerConfig
@@ -55,11 +56,9 @@ CHECKS = ("parsable", "legal_move", "conflict_free", "goal_reached", "start_corr
 VALID = {"3x3": 1.0, "4x4": 0.9, "5x5": 0.6, "6x6": 0.3, "7x7": 0.1, "8x8": 0.0, "9x9": 0.0, "10x10": 0.0}
 
 
-def fixed_breakdown(valid: dict[str, float] | None = None, n: int = 10) -> dict[str, Any]:
-    """A dumped ``FailureBreakdown``: one 3-agent suite, ``n`` instances per size; failing responses
+def fixed_breakdown(valid: dict[str, float] | None = None, n: int = 10) -> EvalBreakdown:
+    """An ``EvalBreakdown`` with one 3-agent suite, ``n`` instances per size; failing responses
     fail ``conflict_free`` (and at 8x8 and larger also ``hole_free``); optimal = valid / 2."""
-    from testbeds.mapf_frozenlake.suites import FailureBreakdown
-
     valid = valid or VALID
     sizes = {}
     for size, rate in valid.items():
@@ -74,7 +73,7 @@ def fixed_breakdown(valid: dict[str, float] | None = None, n: int = 10) -> dict[
     suite = {"agents": 3, "n": n * len(valid), "valid_rate": total, "optimal_rate": total / 2,
              "failures": {c: sum(s["failures"][c] for s in sizes.values()) for c in CHECKS},
              "mean_tokens": 80.0, "sizes": sizes}
-    return FailureBreakdown.model_validate({"suites": {"3agents": suite}}).model_dump()
+    return EvalBreakdown.model_validate({"suites": {"3agents": suite}})
 
 
 def config_json(data: list[float], hole: float = 0.2, wait: float = 0.0) -> dict[str, Any]:

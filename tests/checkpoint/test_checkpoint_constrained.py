@@ -70,7 +70,7 @@ def test_random_model_under_constraints_always_answers_with_a_config_project_acc
     design = CheckpointEngineer(config).design(ctx)
     answer = json.loads(design.output)
     check_schema_valid(answer, 40, 30)
-    d = design.notes["diagnostics"]
+    d = design.diagnostics
     assert d["parsed"] and d["constrained"] and d["usable_output"] and d["status"] == "usable config"
     assert d["decoding"].startswith("llguidance")
     assert d["answer_tokens"] <= answer_token_budget(CheckpointEngineer(config).answer_schema(ctx))
@@ -82,7 +82,7 @@ def test_random_model_under_constraints_always_answers_with_a_config_project_acc
 def test_flag_off_decodes_freely_and_the_random_model_then_gives_no_config(tiny_policy):
     config = CheckpointEngineerConfig(structured_output=False, **SHORT)
     design = CheckpointEngineer(config).design(make_ctx(tiny_policy))
-    d = design.notes["diagnostics"]
+    d = design.diagnostics
     assert d["decoding"] == "free text + lenient parsing" and not d["constrained"]
     assert d["answer_tokens"] is None
     assert not d["parsed"] and not d["usable_output"] and design.raw is None

@@ -7,7 +7,9 @@ from checkpoint_fakes import config_json, fixed_breakdown
 from pydantic import ValidationError
 
 from engineers.checkpoint.config import PRESETS, CheckpointEngineerConfig, preset
+from curriculum.core.breakdown import EvalBreakdown
 from engineers.checkpoint.context import (
+    HistoryEntry,
     build_context,
     render_failure_breakdown,
     render_guideline,
@@ -32,15 +34,16 @@ def test_failure_breakdown_lists_every_size_with_rates_and_failed_checks():
     assert "n=10" in row["10x10"]
 
 
-def test_failure_breakdown_of_another_shape_is_compact_json():
-    assert render_failure_breakdown({}) == "(no evaluation results)"
-    assert render_failure_breakdown({"score": 1}) == '{"score": 1}'
+def test_failure_breakdown_without_suites_lists_its_rates_groups():
+    assert render_failure_breakdown(EvalBreakdown()) == "(no evaluation results)"
+    text = render_failure_breakdown(EvalBreakdown(rates={"tools": {"tools/mean": 0.25, "tools/files": 0.5}}))
+    assert text.splitlines() == ["tools:", "  tools/mean: 0.250", "  tools/files: 0.500"]
 
 
 def test_valid_rates_average_suites_weighted_by_count():
     a = fixed_breakdown({"3x3": 1.0}, n=10)
     b = fixed_breakdown({"3x3": 0.0}, n=30)
-    a["suites"]["5agents"] = b["suites"]["3agents"]
+    a.suites["5agents"] = b.suites["3agents"]
     assert valid_rates_by_size(a) == {"3x3": pytest.approx(0.25)}
 
 
@@ -53,9 +56,9 @@ def test_guideline_has_heuristics_and_field_ranges():
 
 
 def _entries():
-    return [{"round": 0, "proposal": config_json([0.3, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1], hole=0.41),
-             "breakdown": fixed_breakdown()},
-            {"round": 1, "proposal": config_json([0.125] * 8, hole=0.15), "breakdown": fixed_breakdown()}]
+    return [HistoryEntry(round=0, proposal=config_json([0.3, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1], hole=0.41),
+                         breakdown=fixed_breakdown()),
+            HistoryEntry(round=1, proposal=config_json([0.125] * 8, hole=0.15), breakdown=fixed_breakdown())]
 
 
 def test_history_pairs_config_with_result_and_hides_round0_config_in_v4():

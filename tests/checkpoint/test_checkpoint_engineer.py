@@ -45,7 +45,7 @@ def test_usable_answer_becomes_raw_and_summary_is_carried_into_s():
     assert design.raw == new
     assert design.notes["summary"] == "6x6 is hard, so it gets 40%."
     assert engineer.state_dict()["summary"] == "6x6 is hard, so it gets 40%."
-    d = design.notes["diagnostics"]
+    d = design.diagnostics
     assert d["usable_output"] and d["status"] == "usable config" and d["context"] == ["F", "G", "H", "S"]
     assert d["frontier"]["mass_after"]["at"] == 0.6 and not d["summary_check"]["contradicts"]
     assert json.loads(json.dumps(d)) == d  # JSON-able
@@ -79,14 +79,14 @@ def test_unusable_output_keeps_previous_config_with_a_clear_change():
     projected, changes = ctx.testbed.project(design.raw, ctx.proposal)
     assert projected == ctx.proposal
     assert len(changes) == 1 and changes[0].path == "" and "kept the previous config" in changes[0].reason
-    assert design.notes["diagnostics"]["usable_so_far"] == "0/1"
+    assert design.diagnostics["usable_so_far"] == "0/1"
 
 
 def test_retries_until_a_usable_answer():
     new = config_json([0.125] * 8, hole=0.05)
     policy = ScriptedPolicy(["no idea", answer(new)])
     design = CheckpointEngineer(CheckpointEngineerConfig(attempts=3, max_new_tokens=64)).design(make_ctx(policy))
-    assert design.raw == new and design.notes["diagnostics"]["attempts"] == 2
+    assert design.raw == new and design.diagnostics["attempts"] == 2
     assert [c["temperature"] for c in policy.calls] == [0.0, 0.7]
     assert [c["max_new_tokens"] for c in policy.calls] == [64, 64]
     assert "----- attempt 2 -----" in design.output
@@ -138,7 +138,7 @@ def test_vllm_policies_get_schema_constrained_decoding(monkeypatch):
     # The policy's 99 tokens cannot hold a complete answer: the schema's bound is used instead.
     assert seen["params"]["max_tokens"] == answer_token_budget(schema) > 99
     assert design.raw["sizes"]["5x5"]["hole_ratio"] == 0.11 and design.notes["summary"] == "s"
-    assert design.notes["diagnostics"]["decoding"].startswith("vLLM structured outputs")
+    assert design.diagnostics["decoding"].startswith("vLLM structured outputs")
 
 
 def _legal(config: GeneratorConfig) -> None:
@@ -193,7 +193,7 @@ def test_diagnostics_survive_the_rich_round_summary():
     projected, changes = c.testbed.project(design.raw, c.proposal)
     r = report(0, c.proposal.model_dump(mode="json"))
     r.design = DesignRecord(engineer="checkpoint", design=design, projected=projected.model_dump(mode="json"),
-                            changes=changes, diagnostics=design.notes["diagnostics"])
+                            changes=changes, diagnostics=design.diagnostics)
     import io
 
     console = Console(file=io.StringIO(), width=300, color_system=None)
@@ -205,7 +205,7 @@ def test_config_that_project_rejects_is_reported():
     design = CheckpointEngineer(CheckpointEngineerConfig()).design(make_ctx(ScriptedPolicy(['{"sizes": {}}'])))
     assert design.raw == {"sizes": {}}
     assert design.notes["status"].startswith("config rejected by project (unusable proposal")
-    assert design.notes["diagnostics"]["usable_output"] is False
+    assert design.diagnostics["usable_output"] is False
 
 
 def test_vllm_api_mismatch_falls_back_to_free_decoding(monkeypatch):
@@ -218,4 +218,4 @@ def test_vllm_api_mismatch_falls_back_to_free_decoding(monkeypatch):
     design = CheckpointEngineer(CheckpointEngineerConfig()).design(
         make_ctx(VLLMPolicy([answer(config_json([0.125] * 8, hole=0.12))])))
     assert design.raw["sizes"]["4x4"]["hole_ratio"] == 0.12
-    assert "structured outputs unavailable" in design.notes["diagnostics"]["decoding"]
+    assert "structured outputs unavailable" in design.diagnostics["decoding"]

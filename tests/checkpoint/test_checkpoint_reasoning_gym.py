@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from checkpoint_fakes import ScriptedPolicy
 
+from curriculum.core.breakdown import EvalBreakdown, OutcomeCounts
 from curriculum.core.records import RoundReport
 from curriculum.core.types import Completion, Task
 from engineers.base import DesignContext
@@ -42,10 +43,11 @@ def report(testbed):
 
 
 def test_eval_breakdown_counts_outcomes_per_bucket(testbed, report):
-    assert report.breakdown["buckets"]["gcd:0"] == {"n": 2, "correct": 2, "partial": 0, "wrong": 0, "no_answer": 0}
-    assert report.breakdown["buckets"]["gcd:1"]["wrong"] == 2
-    assert report.breakdown["buckets"]["chain_sum:2"]["no_answer"] == 2
-    assert set(report.breakdown["buckets"]) == set(testbed.proposal_space.buckets)
+    assert report.breakdown.buckets["gcd:0"] == OutcomeCounts(n=2, correct=2,
+                                                              failures={"partial": 0, "wrong": 0, "no_answer": 0})
+    assert report.breakdown.buckets["gcd:1"].failures["wrong"] == 2
+    assert report.breakdown.buckets["chain_sum:2"].failures["no_answer"] == 2
+    assert set(report.breakdown.buckets) == set(testbed.proposal_space.buckets)
 
 
 def test_eval_budget_counts_every_task_level(testbed):
@@ -62,7 +64,7 @@ def test_failure_module_renders_tasks_and_levels_through_the_space(testbed, repo
     assert "n=2" in rows["gcd:0"] and "accuracy 100.0%" in rows["gcd:0"] and rows["gcd:0"].endswith("failures: none")
     assert rows["gcd:1"].endswith("failures: wrong 2")
     assert rows["chain_sum:2"].endswith("failures: no_answer 2")
-    assert render_failures({}, {}, testbed.proposal_space, testbed.bucket_groups) == "(no evaluation results)"
+    assert render_failures(EvalBreakdown(), {}, testbed.proposal_space, testbed.bucket_groups) == "(no evaluation results)"
 
 
 def _ctx(testbed, report, policy) -> DesignContext:
@@ -83,7 +85,7 @@ def test_scripted_answer_becomes_the_next_reasoning_gym_proposal(testbed, report
     engineer = CheckpointEngineer(CheckpointEngineerConfig())
     ctx = _ctx(testbed, report, ScriptedPolicy([text]))
     design = engineer.design(ctx)
-    d = design.notes["diagnostics"]
+    d = design.diagnostics
     assert d["status"] == "usable config" and d["usable_output"]
     legal, _ = testbed.project(design.raw, ctx.proposal)
     assert {b: round(v.share, 6) for b, v in legal.buckets.items()} == ANSWER

@@ -14,7 +14,6 @@ from testbeds.base import Testbed
 from testbeds.mapf_frozenlake.config import GeneratorConfig, uniform_config
 from testbeds.mapf_frozenlake.instance import Instance
 from testbeds.mapf_frozenlake.parse import format_plan
-from testbeds.mapf_frozenlake.suites import FailureBreakdown
 from testbeds.mapf_frozenlake.testbed import MAPFTestbed, MAPFTestbedConfig
 
 
@@ -96,14 +95,14 @@ def test_evaluate(tb):
     assert rep.score == 1.0
     assert rep.metrics["valid_rate/3agents"] == 1.0 and rep.metrics["optimal_rate/4agents/5x5"] == 1.0
     assert rep.metrics["cost_ratio/3agents"] == 1.0 and rep.metrics["mean_tokens"] == 40
-    fb = FailureBreakdown.model_validate(rep.breakdown)
+    fb = rep.breakdown
     assert set(fb.suites) == {"3agents", "4agents"}
     assert fb.suites["3agents"].n == 8 and len(fb.suites["3agents"].sizes) == 8
     rep2 = tb.evaluate(OraclePolicy(bad=2))
     assert rep2.score == pytest.approx(0.5)
-    assert FailureBreakdown.model_validate(rep2.breakdown).suites["3agents"].failures["parsable"] == 4
+    assert rep2.breakdown.suites["3agents"].failures["parsable"] == 4
     assert rep2.samples and any(not s["verdict"]["valid"] for s in rep2.samples)
-    table = FailureBreakdown.model_validate(rep2.breakdown).table()
+    table = rep2.breakdown.table()
     assert "3agents: valid 50.0%" in table and "parsable" in table
     # suites are cached on disk and identical when rebuilt
     again = MAPFTestbed(tb.config, seed=1)

@@ -127,7 +127,7 @@ def test_structured_mode_in_the_engineer(tmp_path):
     finally:
         engineer.close()
     assert policy.seen[0].messages[0]["content"] == STRUCTURED_GAMES_CONTRACT
-    assert design.notes["diagnostics"]["admitted"] == 1
+    assert design.diagnostics["admitted"] == 1
     assert design.raw["environments"][0]["program"] == seed.program
 
 
@@ -239,7 +239,7 @@ def test_a_copied_seed_game_is_flagged_and_shown(tmp_path):
         design = _design(engineer, policy)
     finally:
         engineer.close()
-    diag, summary = design.notes["diagnostics"], design.notes["spade"]
+    diag, summary = design.diagnostics, design.notes["spade"]
     assert diag["admitted"] == 2 and diag["seed_copies"] == 1
     copied = next(h for h, (name, _) in summary["seed_similarity"].items() if name == "take_away")
     assert summary["seed_copies"] == [[copied, "take_away"]]
