@@ -685,11 +685,12 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
         n = len(local)
         accum = next(a for a in range(math.ceil(n / cfg.micro_batch_size), n + 1) if n % a == 0)
         args = TRLConfig(
-            **{**self._shared_trl_args(seed), "logging_steps": 1},
+            # SPADE's correction is per token, capped at its own is_cap: it overrides the shared IS settings
+            **{**self._shared_trl_args(seed), "logging_steps": 1,
+               "vllm_importance_sampling_mode": "token_truncate", "vllm_importance_sampling_clip_max": cfg.is_cap},
             per_device_train_batch_size=n // accum, gradient_accumulation_steps=accum,
             num_generations=n * distributed.world_size(), max_steps=1, scale_rewards="none",
             max_completion_length=max(len(r["completion_ids"]) for r in rows),
-            vllm_importance_sampling_mode="token_truncate", vllm_importance_sampling_clip_max=cfg.is_cap,
             vllm_tensor_parallel_size=cfg.vllm_tensor_parallel_size,
             shuffle_dataset=False,
         )
