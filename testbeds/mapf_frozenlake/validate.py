@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from collections.abc import Sequence
 from typing import Any
 
-from testbeds.mapf_frozenlake.instance import Instance
+from testbeds.mapf_frozenlake.instance import Instance, plan_cost
 from testbeds.mapf_frozenlake.parse import ParseResult, parse_plan
 
 def _legal_steps(lo: int = -2, hi: int = 40) -> frozenset:
@@ -147,7 +147,7 @@ def _validate(inst: Instance, x: Any) -> Verdict:
               "goal_reached": ok_goal, "start_correct": ok_start, "agent_count": ok_count,
               "hole_free": ok_holes, "in_bounds": ok_bounds}
     valid = ok_legal and ok_conf and ok_goal and ok_start and ok_count and ok_holes and ok_bounds
-    cost = _sum_of_costs(paths, inst.goals) if valid else None
+    cost = plan_cost(paths, inst.goals) if valid else None
     optimal = valid and inst.optimal_cost is not None and cost == inst.optimal_cost
     return Verdict(valid, checks, reasons, cost, inst.optimal_cost, optimal, len(paths), pr.format)
 
@@ -231,14 +231,3 @@ def _conflict_free(paths: list, reasons: dict[str, str]) -> bool:
                                                 f"{p[t - 1]}<->{p[t]} at t={t}")
                     return False
     return True
-
-
-def _sum_of_costs(paths: list, goals: list) -> int:
-    """Sum over agents of the time of the last arrival at the goal."""
-    cost = 0
-    for p, g in zip(paths, goals):
-        t = len(p) - 1
-        while t >= 0 and p[t] == g:
-            t -= 1
-        cost += t + 1
-    return cost
