@@ -11,20 +11,8 @@ of n/n is below 1 and above 0.
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
-
-from trainers.generation import vllm_available, vllm_build
-
-pytestmark = [
-    pytest.mark.vllm_cpu,
-    pytest.mark.skipif(vllm_build() != "cpu" and not vllm_available(),
-                       reason="vllm is not installed as the CPU build (`make install-cpu-vllm`) "
-                              "and no GPU is visible: the vLLM path cannot run here"),
-]
-
-os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
 
 
 def test_clopper_pearson_lower_bound():

@@ -9,29 +9,11 @@ the ones before the push, so the engine samples from the updated weights.
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
-from trainers.generation import GenerationConfig, describe_backend, vllm_available, vllm_build
+from trainers.generation import GenerationConfig, describe_backend
 
-pytestmark = [
-    pytest.mark.vllm_cpu,
-    pytest.mark.skipif(vllm_build() != "cpu" and not vllm_available(),
-                       reason="vllm is not installed as the CPU build (`make install-cpu-vllm`) "
-                              "and no GPU is visible: the vLLM path cannot run here"),
-]
-
-os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
 CONFIG = GenerationConfig(backend="vllm", vllm_dtype="float32", vllm_cpu_kv_cache_gib=1, max_new_tokens=8)
-
-
-@pytest.fixture(scope="module")
-def vllm_model_dir(tmp_path_factory, tiny_llama):
-    """A 2-layer Llama with 64-wide attention heads (the CPU build's attention kernel refuses the
-    shared tiny model's 16-wide heads: "Unsupported CPU attention configuration: head_dim=16") and the embedded model's tokenizer."""
-    return tiny_llama(tmp_path_factory.mktemp("vllm-tiny-model"), hidden_size=128, intermediate_size=256,
-                      num_attention_heads=2, num_key_value_heads=1)
 
 
 @pytest.fixture(scope="module")

