@@ -352,7 +352,8 @@ def _design(config: RunConfig, report: RoundReport, proposal: Any, history: list
     ctx = DesignContext(
         round=index, total_rounds=config.rounds, history=[*history, report], proposal=proposal,
         testbed=testbed, rng=np.random.default_rng(derive_seed(config.seed, index, "engineer")),
-        policy=policy, base_policy=trainer.base_policy, run_info=trainer.run_info(),
+        policy=policy, base_policy=trainer.base_policy, chat_model=trainer.chat_policy,
+        run_info=trainer.run_info(),
         shard=trainer.generation_shard() if collective else (1, 0),
     )
     design = engineer.design(ctx)

@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 import numpy as np
 from pydantic import BaseModel
 
+from curriculum.core.policy import ModelConfig
 from curriculum.core.records import Design, RoundReport
 from curriculum.core.types import Policy
 from testbeds.base import Testbed
@@ -44,6 +45,9 @@ class DesignContext:
     """The current policy checkpoint, for engineers that ask the policy itself."""
     base_policy: Callable[[], Policy] | None = None
     """Loads the frozen starting model on demand (the paper's base-model-as-engineer ablation)."""
+    chat_model: Callable[[ModelConfig], Policy] | None = None
+    """Loads a frozen chat model the run does not train (once per process), for an engineer that
+    asks its own model: e.g. the checkpoint engineer beside a learner that cannot write a proposal."""
     run_info: dict[str, Any] = field(default_factory=dict)
     """Training bookkeeping (epochs per round, trainer hyper-parameters) for context modules."""
     shard: tuple[int, int] = (1, 0)

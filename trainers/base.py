@@ -14,6 +14,7 @@ from typing import Any
 
 from curriculum.core import distributed
 from curriculum.core.budget import TrainingBudget
+from curriculum.core.policy import ModelConfig
 from curriculum.core.pool import EnvOutcome
 from curriculum.core.sizing import PlanTarget
 from curriculum.core.types import Policy, Task
@@ -80,6 +81,14 @@ class Trainer(ABC):
     def base_policy(self) -> Policy:
         """The frozen starting model (loaded on demand); defaults to the current policy."""
         return self.policy()
+
+    def chat_policy(self, model: ModelConfig) -> Policy:
+        """A frozen chat model this run does not train, for an engineer that asks its own
+        (``engineer.model: local``); generates with the run's ``generation`` settings and is
+        loaded once per process (``trainers.chat``)."""
+        from trainers.chat import chat_policy
+
+        return chat_policy(model, self.run_config.generation)
 
     @abstractmethod
     def save(self, directory: Path) -> None:

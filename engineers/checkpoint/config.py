@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from curriculum.core.config import PluginConfig, StrictModel
 from curriculum.core.endpoint import EndpointConfig
+from curriculum.core.policy import ModelConfig
 
 Preset = Literal["V1", "V2", "V3", "V4", "V5", "V6"]
 TrainingVariant = Literal["bookkeeping", "full"]
@@ -107,9 +108,14 @@ class CheckpointEngineerConfig(PluginConfig):
     """Explicit per-module switches applied on top of the preset (for ablations)."""
     history_rounds: int = Field(3, ge=1, le=100)
     """H shows at most this many most recent rounds."""
-    model: Literal["checkpoint", "base", "endpoint"] = "checkpoint"
+    model: Literal["checkpoint", "base", "local", "endpoint"] = "checkpoint"
     """Who answers: the current policy (the paper's method), the frozen starting model (the
-    paper's ablation), or an OpenAI-compatible endpoint (``endpoint`` section)."""
+    paper's ablation), a frozen local chat model (``local`` section: for a learner that cannot
+    write a proposal, such as the small learner), or an OpenAI-compatible endpoint (``endpoint``
+    section)."""
+    local: ModelConfig = Field(default_factory=ModelConfig)
+    """The model that answers when ``model: local`` (default: the embedded SmolLM2-135M-Instruct as
+    shipped); loaded once per process by the trainer layer and never trained."""
     endpoint: EndpointConfig = Field(default_factory=EndpointConfig)
     """Endpoint settings (only read when ``model: endpoint``)."""
     max_new_tokens: int | None = Field(None, ge=16, le=131_072)

@@ -93,6 +93,10 @@ class CheckpointEngineer(Engineer):
             if ctx.base_policy is None:
                 raise ValueError("engineer.model=base needs the trainer's base_policy, which is missing")
             return ctx.base_policy()
+        if self.config.model == "local":
+            if ctx.chat_model is None:
+                raise ValueError("engineer.model=local needs the trainer's chat_model loader, which is missing")
+            return ctx.chat_model(self.config.local)
         return EndpointPolicy(self.config.endpoint,
                               response_schema=output_schema(ctx.testbed.proposal_model))
 
