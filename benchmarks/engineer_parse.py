@@ -32,7 +32,9 @@ at another checkpoint directory (default: the embedded SmolLM2-135M). Run it in 
 environment with ``VLLM_ENABLE_V1_MULTIPROCESSING=0``.
 
 Run: ``python benchmarks/engineer_parse.py [--n 20] [--temperature 0.7] [--modes constrained,free]``;
-``.venv-vllm/bin/python benchmarks/engineer_parse.py --engine vllm --n 300 --temperature 0.7``
+``.venv-vllm/bin/python benchmarks/engineer_parse.py --engine vllm --n 300 --temperature 0.7``;
+``python benchmarks/engineer_parse.py --engine transformers-batched --n 100 --batch-size 25 --temperature 0.7``
+(the same bulk measurement on transformers, for machines where vLLM does not run)
 """
 
 from __future__ import annotations
@@ -103,8 +105,10 @@ def main() -> None:
     parser.add_argument("--modes", default="constrained,free", help="comma list: constrained, free")
     parser.add_argument("--max-new-tokens", type=int, default=512, help="free-text completion budget")
     parser.add_argument("--json", type=Path, default=None, help="write every call's record here")
-    parser.add_argument("--engine", choices=["transformers", "vllm"], default="transformers",
-                        help="transformers: one design call at a time; vllm: every constrained call in one batch")
+    parser.add_argument("--engine", choices=["transformers", "transformers-batched", "vllm"], default="transformers",
+                        help="transformers: one design call at a time, both modes; transformers-batched: the "
+                             "constrained calls in batched generate calls; vllm: every constrained call in one batch")
+    parser.add_argument("--batch-size", type=int, default=16, help="rows per generate (transformers-batched)")
     parser.add_argument("--model", type=Path, default=None,
                         help="checkpoint directory (default: the embedded SmolLM2-135M)")
     parser.add_argument("--vllm-dtype", default="auto", choices=["auto", "bfloat16", "float32"],
@@ -116,10 +120,10 @@ def main() -> None:
         parser.error(f"unknown mode(s) {unknown}; use constrained and/or free")
     if args.n < 1:
         parser.error("--n must be at least 1")
-    if args.engine == "vllm":
+    if args.engine != "transformers":
         if modes != ["constrained"] and args.modes != parser.get_default("modes"):
-            parser.error("--engine vllm measures the constrained path only (--modes constrained)")
-        main_vllm(args)
+            parser.error(f"--engine {args.engine} measures the constrained path only (--modes constrained)")
+        (main_vllm if args.engine == "vllm" else main_batched_transformers)(args)
         return
 
     from trainers.generation import GenerationConfig, TransformersPolicy
@@ -151,31 +155,52 @@ def clopper_pearson_lower(k: int, n: int, confidence: float = 0.95) -> float:
     return 0.0 if k == 0 else float(beta.ppf(1.0 - confidence, k, n - k + 1))
 
 
-def batched_vllm_calls(policy, testbed: MAPFTestbed, n: int, seed: int, temperature: float) -> tuple[list[dict], dict]:
-    """``n`` constrained design calls of the checkpoint engineer in one batched vLLM call.
-
-    Each history (seed ``seed + i``) gets its own engineer, prompt, answer schema, budget and
-    sampling seed, built as ``CheckpointEngineer.design`` builds them; each answer is parsed with
-    ``parse_answer`` and judged with ``CheckpointEngineer.judge`` (the testbed's ``project``).
-    Returns one record per call and the batch's timing."""
-    from engineers.checkpoint.engineer import vllm_structured_generate_many
-    from engineers.checkpoint.parse import parse_answer
-    from trainers.generation import vllm_build
-
+def design_calls(policy, testbed: MAPFTestbed, n: int, seed: int, temperature: float) -> list[tuple]:
+    """``n`` constrained design calls as ``CheckpointEngineer.design`` builds them: per history
+    (seed ``seed + i``) its engineer, prompt, answer schema and sampling seed."""
     config = CheckpointEngineerConfig(structured_output=True, temperature=temperature)
     calls = []
     for i in range(n):
         ctx = history_context(testbed, policy, seed + i)
         engineer = CheckpointEngineer(config)
         messages = engineer.messages(ctx, config.context_spec())
-        schema = engineer.answer_schema(ctx)
-        calls.append((ctx, engineer, Task(id=f"engineer-{seed + i}", messages=messages), schema,
+        calls.append((ctx, engineer, Task(id=f"engineer-{seed + i}", messages=messages), engineer.answer_schema(ctx),
                       int(ctx.rng.integers(0, 2**31 - 1))))  # the seed design's first attempt draws
-    budgets = {engineer.constrained_budget(policy, schema) for _, engineer, _, schema, _ in calls}
+    return calls
+
+
+def batched_calls(policy, testbed: MAPFTestbed, n: int, seed: int, temperature: float,
+                  engine: str = "vllm", batch_size: int = 16) -> tuple[list[dict], dict]:
+    """``n`` constrained design calls of the checkpoint engineer answered in bulk: on ``vllm`` in
+    one batched engine call (``vllm_structured_generate_many``), on ``transformers`` in batched
+    ``generate`` calls of ``batch_size`` rows (``constrained_generate_many``, one seeded stream per
+    batch). Each answer is parsed with ``parse_answer`` and judged with
+    ``CheckpointEngineer.judge`` (the testbed's ``project``). Returns one record per call and the
+    timing."""
+    from engineers.checkpoint.parse import parse_answer
+
+    calls = design_calls(policy, testbed, n, seed, temperature)
+    budget = max(engineer.constrained_budget(policy, schema) for _, engineer, _, schema, _ in calls)
     started = time.perf_counter()
-    completions = vllm_structured_generate_many(
-        policy, [c[2] for c in calls], [c[3] for c in calls], max_new_tokens=max(budgets),
-        temperature=temperature, seeds=None if vllm_build() == "cpu" else [c[4] for c in calls])
+    if engine == "vllm":
+        from engineers.checkpoint.engineer import vllm_structured_generate_many
+        from trainers.generation import vllm_build
+
+        completions = vllm_structured_generate_many(
+            policy, [c[2] for c in calls], [c[3] for c in calls], max_new_tokens=budget,
+            temperature=temperature, seeds=None if vllm_build() == "cpu" else [c[4] for c in calls])
+    else:
+        from engineers.checkpoint.constrained import constrained_generate_many
+
+        if len({json.dumps(c[3], sort_keys=True) for c in calls}) != 1:
+            raise ValueError("a transformers batch decodes every row under one schema; these calls differ")
+        completions = []
+        for start in range(0, n, batch_size):
+            chunk = calls[start:start + batch_size]
+            answers = constrained_generate_many(policy, [c[2] for c in chunk], chunk[0][3], max_new_tokens=budget,
+                                                temperature=temperature, seed=chunk[0][4])
+            completions += [completion for completion, _ in answers]
+            print(f"{start + len(chunk)}/{n} answered, {time.perf_counter() - started:.0f} s", flush=True)
     seconds = time.perf_counter() - started
     records = []
     for i, ((ctx, engineer, _, _, call_seed), completion) in enumerate(zip(calls, completions, strict=True)):
@@ -186,7 +211,29 @@ def batched_vllm_calls(policy, testbed: MAPFTestbed, n: int, seed: int, temperat
                         "rejected": rejected.reason if rejected is not None else None,
                         "parse_error": parsed.error, "text": completion.text})
     tokens = sum(r["tokens"] for r in records)
-    return records, {"seconds": seconds, "tokens": tokens, "budget": max(budgets)}
+    return records, {"seconds": seconds, "tokens": tokens, "budget": budget, "engine": engine}
+
+
+def main_batched_transformers(args) -> None:
+    from trainers.chat import chat_policy
+    from trainers.generation import GenerationConfig
+    from trainers.models import ModelConfig
+
+    started = time.perf_counter()
+    policy = chat_policy(ModelConfig(name_or_path=str(args.model)) if args.model else ModelConfig(),
+                         GenerationConfig(engineer_max_new_tokens=args.max_new_tokens))
+    startup = time.perf_counter() - started
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    print(f"commit {commit}; {platform.processor() or platform.machine()}, {os.cpu_count()} cores; "
+          f"load {os.getloadavg()[0]:.1f}; engine transformers (bf16 autocast: {policy.bf16}), llguidance, "
+          f"batches of {args.batch_size}; load {startup:.1f} s; n={args.n}, temperature={args.temperature}",
+          flush=True)
+    records, timing = batched_calls(policy, MAPFTestbed(), args.n, args.seed, args.temperature,
+                                    engine="transformers", batch_size=args.batch_size)
+    print(summary_bulk(records, timing))
+    print(f"load at the end {os.getloadavg()[0]:.1f}")
+    if args.json:
+        args.json.write_text(json.dumps({"timing": timing, "records": records}, indent=1))
 
 
 def main_vllm(args) -> None:
@@ -204,14 +251,14 @@ def main_vllm(args) -> None:
           f"load {os.getloadavg()[0]:.1f}; engine vllm {policy.llm.model_config.dtype}, structured outputs "
           f"backend {getattr(structured, 'backend', '?')}; model {model_dir}; start-up {startup:.1f} s; "
           f"n={args.n}, temperature={args.temperature}", flush=True)
-    records, timing = batched_vllm_calls(policy, MAPFTestbed(), args.n, args.seed, args.temperature)
-    print(summary_vllm(records, timing))
+    records, timing = batched_calls(policy, MAPFTestbed(), args.n, args.seed, args.temperature)
+    print(summary_bulk(records, timing))
     print(f"load at the end {os.getloadavg()[0]:.1f}")
     if args.json:
         args.json.write_text(json.dumps({"timing": timing, "records": records}, indent=1))
 
 
-def summary_vllm(records: list[dict], timing: dict) -> str:
+def summary_bulk(records: list[dict], timing: dict) -> str:
     """k/n parsed and usable with their 95 % lower bounds, distinct answers, tokens and time."""
     n = len(records)
     lines = [f"{'':<8}{'k/n':>10}{'rate':>8}{'95% lower':>11}"]
@@ -220,7 +267,7 @@ def summary_vllm(records: list[dict], timing: dict) -> str:
         lines.append(f"{key:<8}{f'{k}/{n}':>10}{k / n:>8.3f}{clopper_pearson_lower(k, n):>11.3f}")
     distinct = len({r["text"] for r in records})
     lines.append(f"distinct answers {distinct}/{n}; {timing['tokens'] / n:.0f} tokens per answer (budget "
-                 f"{timing['budget']}); one batched call {timing['seconds']:.1f} s = "
+                 f"{timing['budget']}); {timing['engine']}, in bulk {timing['seconds']:.1f} s = "
                  f"{timing['seconds'] / n:.2f} s per answer, {timing['tokens'] / timing['seconds']:.0f} tokens/s")
     return "\n".join(lines)
 

@@ -26,7 +26,8 @@ A space that is not a ``BucketSpace`` gets the proposal model's own schema plus 
 tokens sampled since the last step to one ``llguidance.LLMatcher`` per row and sets the logits of
 every token the grammar forbids to ``-inf`` (once the answer is complete only the EOS token is
 left). ``constrained_generate`` runs one chat completion of a transformers policy (anything with
-``.model`` and ``.tokenizer``) under it. vLLM policies use vLLM's own structured outputs with the
+``.model`` and ``.tokenizer``) under it; ``constrained_generate_many`` a batch of them in one
+``generate`` (the parse-rate benchmark's bulk path on machines without vLLM). vLLM policies use vLLM's own structured outputs with the
 same schema (``engineer.vllm_structured_generate``), whose backends (xgrammar, guidance =
 llguidance) accept it.
 """
@@ -231,18 +232,34 @@ def is_transformers_policy(policy: Any) -> bool:
 def constrained_generate(policy: Any, task: Task, schema: dict[str, Any], *, max_new_tokens: int,
                          temperature: float, seed: int) -> tuple[Completion, ConstrainedStats]:
     """One chat completion of ``policy.model`` under ``schema`` (greedy when ``temperature`` is 0)."""
+    (completion, stats), = constrained_generate_many(policy, [task], schema, max_new_tokens=max_new_tokens,
+                                                     temperature=temperature, seed=seed)
+    return completion, stats
+
+
+def constrained_generate_many(policy: Any, tasks: list[Task], schema: dict[str, Any], *, max_new_tokens: int,
+                              temperature: float, seed: int) -> list[tuple[Completion, ConstrainedStats]]:
+    """One chat completion per task, all in one batched ``generate`` of ``policy.model`` (prompts
+    left-padded), every row under ``schema`` with a matcher of its own. The rows sample from one
+    seeded stream (``seed``), not one seed each, as transformers' ``generate`` draws for the whole
+    batch; greedy rows (``temperature`` 0) equal their single-row answers up to batched float
+    rounding. Each row's stats carry the batch's mask and wall seconds divided by the rows."""
     import torch
 
     model, tokenizer = policy.model, policy.tokenizer
-    if getattr(tokenizer, "chat_template", None):
-        text = tokenizer.apply_chat_template(task.messages, tokenize=False, add_generation_prompt=True)
-    else:
-        text = "\n".join(m["content"] for m in task.messages) + "\n"
-    batch = tokenizer([text], return_tensors="pt", add_special_tokens=False)
-    batch = {k: v.to(model.device) for k, v in batch.items()}
+    texts = [_chat_text(tokenizer, task) for task in tasks]
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    side = tokenizer.padding_side
+    tokenizer.padding_side = "left"  # every row continues from the right edge
+    try:
+        batch = tokenizer(texts, return_tensors="pt", add_special_tokens=False, padding=len(texts) > 1)
+    finally:
+        tokenizer.padding_side = side
+    batch = {k: v.to(model.device) for k, v in batch.items()}  # (B, T_prompt)
     prompt_length = batch["input_ids"].shape[1]
     vocab = int(model.get_output_embeddings().weight.shape[0])
-    processor = SchemaLogitsProcessor(tokenizer, schema, vocab_size=vocab, prompt_length=prompt_length)
+    processor = SchemaLogitsProcessor(tokenizer, schema, vocab_size=vocab, prompt_length=prompt_length,
+                                      batch_size=len(tasks))
     top_p = getattr(getattr(policy, "config", None), "top_p", 1.0)
     bf16 = bool(getattr(policy, "bf16", False))
     precision = (torch.autocast(model.device.type, dtype=torch.bfloat16) if bf16 else contextlib.nullcontext())
@@ -256,18 +273,27 @@ def constrained_generate(policy: Any, task: Task, schema: dict[str, Any], *, max
                 **batch, max_new_tokens=max_new_tokens, do_sample=temperature > 0,
                 temperature=temperature if temperature > 0 else None,
                 top_p=top_p if temperature > 0 else None, logits_processor=[processor],
-                pad_token_id=tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id,
-                eos_token_id=tokenizer.eos_token_id)  # (1, T_prompt + T_new)
+                pad_token_id=pad, eos_token_id=tokenizer.eos_token_id)  # (B, T_prompt + T_new)
     finally:
         model.train(was_training)
-    ids = generated[0, prompt_length:].tolist()
-    if tokenizer.eos_token_id in ids:
-        ids = ids[:ids.index(tokenizer.eos_token_id) + 1]
-    # The processor has not yet seen the last sampled token: feed it to know if the answer closed.
-    matcher = processor.matchers[0]
-    for token in ids[processor.fed:]:
-        if not matcher.is_stopped():
-            matcher.consume_token(token)
-    stats = ConstrainedStats(tokens=len(ids), mask_seconds=processor.mask_seconds,
-                             seconds=time.perf_counter() - started, complete=matcher.is_accepting())
-    return Completion(text=tokenizer.decode(ids, skip_special_tokens=True), num_tokens=len(ids)), stats
+    seconds = time.perf_counter() - started
+    out = []
+    for row in range(len(tasks)):
+        ids = generated[row, prompt_length:].tolist()
+        if tokenizer.eos_token_id in ids:
+            ids = ids[:ids.index(tokenizer.eos_token_id) + 1]
+        # The processor has not yet seen the last sampled token: feed it to know if the answer closed.
+        matcher = processor.matchers[row]
+        for token in ids[processor.fed:]:
+            if not matcher.is_stopped():
+                matcher.consume_token(token)
+        stats = ConstrainedStats(tokens=len(ids), mask_seconds=processor.mask_seconds / len(tasks),
+                                 seconds=seconds / len(tasks), complete=matcher.is_accepting())
+        out.append((Completion(text=tokenizer.decode(ids, skip_special_tokens=True), num_tokens=len(ids)), stats))
+    return out
+
+
+def _chat_text(tokenizer: Any, task: Task) -> str:
+    if getattr(tokenizer, "chat_template", None):
+        return tokenizer.apply_chat_template(task.messages, tokenize=False, add_generation_prompt=True)
+    return "\n".join(m["content"] for m in task.messages) + "\n"

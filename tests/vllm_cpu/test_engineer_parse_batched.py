@@ -12,22 +12,9 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
-
-def test_clopper_pearson_lower_bound():
-    from benchmarks.engineer_parse import clopper_pearson_lower
-
-    assert clopper_pearson_lower(0, 300) == 0.0
-    assert clopper_pearson_lower(300, 300) == pytest.approx(0.05 ** (1 / 300))  # (1-p)^0: p^n = 0.05
-    assert clopper_pearson_lower(1, 1) == pytest.approx(0.05)
-    assert 0.45 < clopper_pearson_lower(165, 300) < 0.55 - 0.001  # below the observed 0.55
-    with pytest.raises(ValueError, match="k <= n"):
-        clopper_pearson_lower(4, 3)
-
 
 def test_batched_constrained_answers_all_parse_and_differ(tmp_path, tiny_llama):
-    from benchmarks.engineer_parse import batched_vllm_calls, summary_vllm
+    from benchmarks.engineer_parse import batched_calls, summary_bulk
     from testbeds.mapf_frozenlake.testbed import MAPFTestbed
     from trainers.generation import GenerationConfig, VLLMPolicy
 
@@ -40,7 +27,7 @@ def test_batched_constrained_answers_all_parse_and_differ(tmp_path, tiny_llama):
                         model_path=str(model_dir), max_model_len=8192)
     try:
         n = 6
-        records, timing = batched_vllm_calls(policy, MAPFTestbed(), n, seed=0, temperature=1.0)
+        records, timing = batched_calls(policy, MAPFTestbed(), n, seed=0, temperature=1.0)
     finally:
         del policy.llm
     assert [r["seed"] for r in records] == list(range(n))
@@ -49,5 +36,5 @@ def test_batched_constrained_answers_all_parse_and_differ(tmp_path, tiny_llama):
     assert all(r["parsed"] for r in records)
     assert len({r["text"] for r in records}) == n  # sampled: every answer differs
     assert all(0 < r["tokens"] <= timing["budget"] for r in records)
-    parsed_row = summary_vllm(records, timing).splitlines()[1].split()
+    parsed_row = summary_bulk(records, timing).splitlines()[1].split()
     assert parsed_row[:2] == ["parsed", f"{n}/{n}"]
