@@ -98,6 +98,30 @@ def test_a_round_is_deterministic_and_survives_save_and_load(tmp_path):
     assert restored.weights_digest() == digests[0] and restored.rounds_trained == 1
 
 
+def test_bucket_spread_counts_each_steps_groups_apart(tmp_path, monkeypatch):
+    """Every step's groups are its own: the round's per-bucket statistics see steps x prompts
+    groups, each of one bucket, and every bucket trained gets a finite spread."""
+    from trainers.small import trainer as small_trainer
+
+    seen = {}
+    real = small_trainer.bucket_metrics
+
+    def spy(buckets, groups, rewards):
+        seen.update(buckets=list(buckets), groups=list(groups))
+        return real(buckets, groups, rewards)
+
+    monkeypatch.setattr(small_trainer, "bucket_metrics", spy)
+    tasks = MAPFTestbed().sample(only("3x3", "4x4", "5x5"), 12, seed=3)
+    trainer = make_trainer(tmp_path, "trainer.warmstart.steps=0", "trainer.max_steps_per_round=3",
+                           "trainer.prompts_per_step=4", "trainer.num_generations=2")
+    metrics = trainer.train_round(tasks, round_index=0, seed=5)
+    assert len(set(seen["groups"])) == 3 * 4
+    assert all(len({b for b, g in zip(seen["buckets"], seen["groups"]) if g == group}) == 1
+               for group in set(seen["groups"]))
+    spreads = {k: v for k, v in metrics.items() if k.endswith("/spread")}
+    assert spreads and all(np.isfinite(v) for v in spreads.values())
+
+
 def sampled_valid_rate(trainer: SmallTrainer, tasks, samples: int) -> float:
     """Valid rate of ``samples`` plans per task at the training temperature (the testbed's verdict)."""
     rows = [t for t in tasks for _ in range(samples)]

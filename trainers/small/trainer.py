@@ -361,7 +361,9 @@ class SmallTrainer(Trainer):
                 order.extend(int(i) for i in rng.permutation(len(tasks)))
             pick, order = order[:P], order[P:]
             out = self.grpo_step([tasks[i] for i in pick], generator=call_generator(seed, round_index, step))
-            scored.extend(out.pop("scored"))
+            # A step's groups are numbered 0..P-1: number them across the round, so that the
+            # per-bucket spread never pools two steps' groups (nor loses a bucket's groups).
+            scored.extend({**s, "group": s["group"] + step * P} for s in out.pop("scored"))
             stats.append(out)
             if log is not None:
                 log({"round": round_index, "step": step + 1, **out})
