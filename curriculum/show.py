@@ -37,6 +37,7 @@ def _show_rounds(run: RunDir, run_dir: Path, rounds: list[int], console: Console
         table.add_column(column)
     legacy = False
     answers: list[tuple[bool, bool]] = []  # (parsed, constrained) of each model answer
+    copies = 0  # answers whose config is the answer format's example (nothing designed)
     for index in rounds:
         report = run.load_round(index)
         design = report.design
@@ -44,6 +45,7 @@ def _show_rounds(run: RunDir, run_dir: Path, rounds: list[int], console: Console
         parsed = design.diagnostics.get("parsed") if design else None
         if parsed is not None:
             answers.append((bool(parsed), bool(design.diagnostics.get("constrained"))))
+            copies += bool(design.diagnostics.get("copied_example"))
         table.add_row(str(index), "-" if report.test is None else f"{report.test.score:.4f}",
                       f"{report.eval.score:.4f}",
                       f"{report.train_metrics.get('train/mean_reward', float('nan')):.4f}",
@@ -55,7 +57,8 @@ def _show_rounds(run: RunDir, run_dir: Path, rounds: list[int], console: Console
                       "runs had a separate test suite, so its validation score is also its reported score")
     if answers:
         modes = sorted({"constrained" if c else "free text" for _, c in answers})
-        console.print(f"engineer answers parsed: {sum(p for p, _ in answers)}/{len(answers)} ({', '.join(modes)})")
+        console.print(f"engineer answers parsed: {sum(p for p, _ in answers)}/{len(answers)} ({', '.join(modes)}); "
+                      f"equal to the prompt's example: {copies}/{len(answers)}")
 
 
 def _show_round(run: RunDir, round_index: int, console: Console) -> None:

@@ -162,6 +162,7 @@ class CheckpointEngineer(Engineer):
                        "error": parsed.error} if parsed else None),
             "parsed": found,
             "constrained": decoding.startswith(("llguidance", "vLLM structured")),
+            "copied_example": usable and _equals_example(ctx, projected),
             "project_changes": len(changes),
             "project_changed": [f"{c.path}: {c.reason}" for c in changes][:40],
             "answer_tokens": self.last_stats.tokens if self.last_stats else None,
@@ -372,6 +373,13 @@ def _example_proposal(ctx: DesignContext) -> BaseModel:
         raw = space.write(space.uniform(), ctx.proposal.model_dump(mode="json"))
         return ctx.testbed.proposal_model.model_validate(raw)
     return ctx.testbed.random_proposal(np.random.default_rng(0))
+
+
+def _equals_example(ctx: DesignContext, projected: BaseModel) -> bool:
+    """Whether the config that will train is the answer format's example (equal shares, neutral
+    knobs) once projected: a model that copies the example has not designed anything."""
+    example, _ = ctx.testbed.project(rounded_example(_example_proposal(ctx)), ctx.proposal)
+    return example.model_dump(mode="json") == projected.model_dump(mode="json")
 
 
 def _reward_info(testbed: Any) -> dict[str, Any] | None:

@@ -219,3 +219,14 @@ def test_vllm_api_mismatch_falls_back_to_free_decoding(monkeypatch):
         make_ctx(VLLMPolicy([answer(config_json([0.125] * 8, hole=0.12))])))
     assert design.raw["sizes"]["4x4"]["hole_ratio"] == 0.12
     assert "structured outputs unavailable" in design.diagnostics["decoding"]
+
+
+def test_an_answer_that_copies_the_prompts_example_is_flagged():
+    example = config_json([0.125] * 8, hole=0.2, wait=0.0)  # the answer format's example
+    designed = config_json([0.05, 0.05, 0.2, 0.4, 0.1, 0.1, 0.05, 0.05], hole=0.2)
+    flags = []
+    for proposal in (example, designed):
+        design = CheckpointEngineer(CheckpointEngineerConfig()).design(make_ctx(ScriptedPolicy([answer(proposal)])))
+        assert design.diagnostics["usable_output"]
+        flags.append(design.diagnostics["copied_example"])
+    assert flags == [True, False]
