@@ -631,7 +631,9 @@ def _ensure_registered(snapshot: dict[str, list[Any]] | None) -> None:
             if entry.name not in registries[kind]:
                 registries[kind].register(entry.name, entry.target, entry.config, entry.description,
                                           offers=entry.offers, tasks=entry.tasks, fits=entry.fits,
-                                          trains_on=entry.trains_on, source=entry.source)
+                                          trains_on=entry.trains_on, default_trainer=entry.default_trainer,
+                                          chosen_by_default=entry.chosen_by_default, source=entry.source,
+                                          commands=dict(entry.commands))
 
 
 def _run_one(config_data: dict[str, Any], status: str,

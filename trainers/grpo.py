@@ -216,6 +216,10 @@ def _completion_text(completion: Any) -> str:
 class GRPOTrainerAdapter(Trainer):
     """Runs one ``trl.GRPOTrainer`` per round over a model that persists across rounds."""
 
+    config_class = GRPOConfig
+    trains_on = "prompt"
+    description = "GRPO through TRL's GRPOTrainer (transformers generation on CPU, vLLM on GPU)."
+
     @classmethod
     def training_budget(cls, run_config: Any) -> TrainingBudget:
         from trainers.plan import grpo_budget
