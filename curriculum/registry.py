@@ -32,10 +32,10 @@ Order: the shipped plugins (this distribution's) first, then each other distribu
 name; a shipped name wins over another distribution's entry point of the same name. A run that
 names no engineer gets ``DEFAULT_ENGINEER``, no testbed the first that fits, no trainer its
 testbed's ``default_trainer`` or else the first that fits and is ``chosen_by_default``
-(``resolve_names``). An entry point that
-cannot be loaded or declares too little is a ``PluginError`` naming it, its distribution and the
-fix; so is finding no plugin of a kind at all (an install whose metadata predates the entry points:
-reinstall).
+(``resolve_names``). Plugins that ``register`` adds come after the entry points. An entry point
+that cannot be loaded or declares too little is a ``PluginError`` naming it, its distribution and
+the fix; so is finding no plugin of a kind at all (an install whose metadata predates the entry
+points: reinstall).
 
 ``check_fit(engineer, testbed, trainer)`` refuses an incompatible combination at config time,
 naming both sides and the plugins that would fit. ``Entry.load`` checks the class at first use
@@ -217,8 +217,15 @@ class Registry:
     def _discover(self) -> None:
         if not self._discovered:
             self._discovered = True
-            for point in _ordered(metadata.entry_points(group=self.group)):
-                self._register_point(point)
+            # Plugins registered at run time before the first use keep their names and come after
+            # the entry points, in the order they were registered.
+            early, self._entries = self._entries, {}
+            try:
+                for point in _ordered(metadata.entry_points(group=self.group)):
+                    if point.name not in early:
+                        self._register_point(point)
+            finally:
+                self._entries |= early
         if not self._entries:
             raise PluginError(
                 f"no {self.kind} is registered: entry points of group {self.group} declare them, and the "

@@ -96,7 +96,7 @@ def test_third_party_plugins_register_through_entry_points(plugin_module, monkey
     registry = Registry("engineer")
     registry.register("fixed", "engineers.fixed:FixedEngineer", "engineers.fixed:FixedEngineerConfig", "d",
                       fits=("*",))
-    assert registry.names() == ["fixed", "newcomer"]
+    assert registry.names() == ["newcomer", "fixed"]  # registered at run time: after the entry points
     entry = registry.get("newcomer")
     assert entry.source == "newcomer-plugin" and entry.fits == ("buckets",)
     assert entry.load().__name__ == "Newcomer"
@@ -164,7 +164,8 @@ def test_shipped_entry_points_come_first_by_name_and_keep_their_names(monkeypatc
               _point("fixed", lambda: spec, "a-plugin"), _point("fixed", lambda: FixedEngineer, "curriculum")]
     monkeypatch.setattr(reg.metadata, "entry_points", lambda group: points if group == "curriculum.engineers" else [])
     registry = Registry("engineer")
-    assert registry.names() == ["fixed", "random", "zeta"] and registry.shipped() == ["fixed", "random"]
+    registry.register("early", f"{plugin_module}:Newcomer", f"{plugin_module}:NewcomerConfig", "d", fits=("*",))
+    assert registry.names() == ["fixed", "random", "zeta", "early"] and registry.shipped() == ["fixed", "random"]
     assert registry.get("fixed").target == "engineers.fixed:FixedEngineer"
     assert registry.get("zeta").source == "a-plugin"
 
