@@ -62,7 +62,7 @@ from curriculum.report import (RunSummary, plot_distribution, plot_final_by_size
                                bucket_order, rates_by_size)
 
 from curriculum.rundir import RunDir, run_path, write_json
-from curriculum.stem import fork_member, plan_stems
+from curriculum.stem import Stem, fork_member, plan_stems
 from curriculum.stats import (VarianceComponents, binomial_default_variance, bootstrap_mean_ci,
                               bootstrap_mean_ci_columns, minimal_detectable_effect, pairwise_differences,
                               pooled_paired, variance_components)
@@ -631,7 +631,9 @@ def _ensure_registered(snapshot: dict[str, list[Any]] | None) -> None:
             if entry.name not in registries[kind]:
                 registries[kind].register(entry.name, entry.target, entry.config, entry.description,
                                           offers=entry.offers, tasks=entry.tasks, fits=entry.fits,
-                                          trains_on=entry.trains_on, source=entry.source)
+                                          trains_on=entry.trains_on, default_trainer=entry.default_trainer,
+                                          chosen_by_default=entry.chosen_by_default, source=entry.source,
+                                          commands=dict(entry.commands))
 
 
 def _run_one(config_data: dict[str, Any], status: str,
@@ -688,55 +690,71 @@ def execute(configs: dict[tuple[str, int], RunConfig], jobs: int = 1,
     todo.sort(key=lambda item: item[0][1])
     # Runs with no committed round yet may start from a stem (a cut comparison's too).
     unstarted = {k for k, s in todo if s == "new" or not RunDir(run_path(configs[k])).completed_rounds()}
-    stems = plan_stems(configs, unstarted, stems_dir) if stems_dir else {}
-    member_of = {key: name for name, stem in stems.items() for key in stem.members}
-    stem_status = {name: run_status(stem.config) for name, stem in stems.items()}
-    stems_done = {name for name, status in stem_status.items() if status == "done"}
-
-    def finish(key: Any, status: str, result: Any, error: str | None) -> None:
-        if isinstance(key, str):  # a stem: its members start from it once it is done
-            stem = stems[key]
-            if error is None:
-                stems_done.add(key)
-            _notify(progress, RunOutcome(f"round 0 shared by {','.join(e for e, _ in stem.members)}",
-                                         stem.config.seed, stem.path, "failed" if error else status,
-                                         seconds=result[1] if result else 0.0, error=error))
-            return
-        path = run_path(configs[key])
-        if error is None:
-            outcomes[key] = RunOutcome(key[0], key[1], path, "resumed" if status == "resume" else "new",
-                                       seconds=result[1])
-        else:
-            outcomes[key] = RunOutcome(key[0], key[1], path, "failed", error=error)
-        _notify(progress, outcomes[key])
-
-    # First the stems and every run that needs none, by seed; then the stems' members, which
-    # resume after the stem's round 0 (reported as new). A member of a failed stem runs its own.
-    first: list[tuple[Any, RunConfig, str, str]] = [
-        (name, stem.config, stem_status[name], stem_status[name]) for name, stem in stems.items()
-        if name not in stems_done]
-    first += [(key, configs[key], status, status) for key, status in todo if key not in member_of]
-    first.sort(key=lambda item: (item[1].seed, not isinstance(item[0], str)))
-    _run_all(first, jobs, finish)
-    second: list[tuple[Any, RunConfig, str, str]] = []
-    for key, status in todo:
-        if key not in member_of:
-            continue
-        stem = stems[member_of[key]]
-        if member_of[key] not in stems_done:
-            second.append((key, configs[key], status, status))
-            continue
-        try:
-            if run_path(configs[key]).exists():  # started before, nothing committed
-                shutil.rmtree(run_path(configs[key]))
-            fork_member(stem, configs[key])
-        except Exception:  # noqa: BLE001 - reported per run; a rerun forks it again
-            finish(key, status, None, f"starting the run from the shared round 0 {stem.path} failed:\n"
-                   + traceback.format_exc())
-            continue
-        second.append((key, configs[key], "resume", "new"))
-    _run_all(second, jobs, finish)
+    passes = _Passes(configs, plan_stems(configs, unstarted, stems_dir) if stems_dir else {}, outcomes, progress)
+    _run_all(passes.first(todo), jobs, passes.finish)
+    _run_all(passes.second(todo), jobs, passes.finish)
     return [outcomes[key] for key in configs]
+
+
+class _Passes:
+    """``execute``'s two passes over the runs to do. First the stems and every run that needs
+    none, by seed; then the stems' members, which resume after the stem's round 0 (reported as
+    new). A member of a failed stem runs its own. ``finish`` records each run as it ends."""
+
+    def __init__(self, configs: dict[tuple[str, int], RunConfig], stems: dict[str, Stem],
+                 outcomes: dict[tuple[str, int], RunOutcome], progress: Any) -> None:
+        self.configs, self.stems, self.outcomes, self.progress = configs, stems, outcomes, progress
+        self.member_of = {key: name for name, stem in stems.items() for key in stem.members}
+        self.stem_status = {name: run_status(stem.config) for name, stem in stems.items()}
+        self.stems_done = {name for name, status in self.stem_status.items() if status == "done"}
+
+    def first(self, todo: list[tuple[tuple[str, int], str]]) -> list[tuple[Any, RunConfig, str, str]]:
+        """The stems not done yet and every run that is no stem's member, by seed (stems first)."""
+        first: list[tuple[Any, RunConfig, str, str]] = [
+            (name, stem.config, self.stem_status[name], self.stem_status[name])
+            for name, stem in self.stems.items() if name not in self.stems_done]
+        first += [(key, self.configs[key], status, status) for key, status in todo if key not in self.member_of]
+        first.sort(key=lambda item: (item[1].seed, not isinstance(item[0], str)))
+        return first
+
+    def second(self, todo: list[tuple[tuple[str, int], str]]) -> list[tuple[Any, RunConfig, str, str]]:
+        """The stems' members (after the first pass): each forked from its done stem, or on its own."""
+        second: list[tuple[Any, RunConfig, str, str]] = []
+        for key, status in todo:
+            if key not in self.member_of:
+                continue
+            stem = self.stems[self.member_of[key]]
+            if self.member_of[key] not in self.stems_done:
+                second.append((key, self.configs[key], status, status))
+                continue
+            try:
+                if run_path(self.configs[key]).exists():  # started before, nothing committed
+                    shutil.rmtree(run_path(self.configs[key]))
+                fork_member(stem, self.configs[key])
+            except Exception:  # noqa: BLE001 - reported per run; a rerun forks it again
+                self.finish(key, status, None, f"starting the run from the shared round 0 {stem.path} failed:\n"
+                            + traceback.format_exc())
+                continue
+            second.append((key, self.configs[key], "resume", "new"))
+        return second
+
+    def finish(self, key: Any, status: str, result: Any, error: str | None) -> None:
+        """Record one ended run (or stem: its members start from it once it is done) and report it."""
+        if isinstance(key, str):
+            stem = self.stems[key]
+            if error is None:
+                self.stems_done.add(key)
+            _notify(self.progress, RunOutcome(f"round 0 shared by {','.join(e for e, _ in stem.members)}",
+                                              stem.config.seed, stem.path, "failed" if error else status,
+                                              seconds=result[1] if result else 0.0, error=error))
+            return
+        path = run_path(self.configs[key])
+        if error is None:
+            self.outcomes[key] = RunOutcome(key[0], key[1], path, "resumed" if status == "resume" else "new",
+                                            seconds=result[1])
+        else:
+            self.outcomes[key] = RunOutcome(key[0], key[1], path, "failed", error=error)
+        _notify(self.progress, self.outcomes[key])
 
 
 def _run_all(items: list[tuple[Any, RunConfig, str, str]], jobs: int,
@@ -798,47 +816,12 @@ def summarize(spec: CompareSpec, summaries: dict[tuple[str, int], RunSummary],
     task_scores = task_scores or {}
     simulated = any(s.simulated for s in summaries.values())
     sizes = sorted({k for s in summaries.values() for m in s.metrics for k in rates_by_size(m)}, key=bucket_order)
-    runs = []
+    runs = [_run_row(o, summaries.get((o.engineer, o.seed)), sizes, task_scores) for o in outcomes]
     finals: dict[str, dict[int, float]] = {e: {} for e in spec.engineers}
-    per_engineer: dict[str, Any] = {}
     for o in outcomes:
         s = summaries.get((o.engineer, o.seed))
-        row: dict[str, Any] = {"engineer": o.engineer, "seed": o.seed, "run_dir": str(o.path),
-                               "status": o.status, "seconds": round(o.seconds, 2)}
-        if o.error:
-            row["error"] = o.error.strip().splitlines()[-1]
-        if (o.path / "forked_from.json").is_file():  # round 0 came from a shared stem run
-            row["round0_from"] = json.loads((o.path / "forked_from.json").read_text())["stem"]
-        if s is not None:
-            row.update(scores=s.scores, baseline_score=s.baseline_score, complete=s.complete,
-                       final_score=s.scores[-1] if s.scores else None,
-                       final_metrics={k: v for k, v in (s.metrics[-1] if s.metrics else {}).items()
-                                      if k.startswith(("valid_rate", "optimal_rate"))},
-                       data_ratio=[[r.get(z, 0.0) for z in sizes] for r in s.data_ratio])
-            if s.complete and s.scores:
-                finals[o.engineer][o.seed] = s.scores[-1]
-                if task_scores.get((o.engineer, o.seed)):
-                    row["task_scores"] = task_scores[(o.engineer, o.seed)]
-        runs.append(row)
-    for e in spec.engineers:
-        done = [summaries[(e, sd)] for sd in spec.seed_list if (e, sd) in summaries and summaries[(e, sd)].complete]
-        if not done:
-            per_engineer[e] = {"n": 0}
-            continue
-        curve = _matrix([d.scores for d in done], rounds)
-        last = [d.metrics[-1] for d in done]
-        per_engineer[e] = {
-            "n": len(done),
-            "final_score": bootstrap_mean_ci([d.scores[-1] for d in done]).to_dict(),
-            "mean_score_over_rounds": float(np.nanmean(curve)),
-            "per_round": [iv.to_dict() for iv in bootstrap_mean_ci_columns(curve)],
-            "final_valid_rate": float(np.mean([m.get("valid_rate", np.nan) for m in last])),
-            "final_optimal_rate": float(np.mean([m.get("optimal_rate", np.nan) for m in last])),
-            "final_valid_by_size": {z: float(np.mean([rates_by_size(m, "valid").get(z, np.nan) for m in last]))
-                                    for z in sizes},
-            "final_optimal_by_size": {z: float(np.mean([rates_by_size(m, "optimal").get(z, np.nan)
-                                                        for m in last])) for z in sizes},
-        }
+        if s is not None and s.complete and s.scores:
+            finals[o.engineer][o.seed] = s.scores[-1]
     return {
         "simulated": simulated,
         "notice": SIMULATED_NOTICE if simulated else "",
@@ -851,11 +834,57 @@ def summarize(spec: CompareSpec, summaries: dict[tuple[str, int], RunSummary],
                  "instances of the suite)",
         "suite": _suite_of(summaries.values()),
         "sizes": sizes,
-        "summary": per_engineer,
+        "summary": {e: _engineer_summary(e, spec, summaries, rounds, sizes) for e in spec.engineers},
         "pairwise": pairwise_differences({e: v for e, v in finals.items() if v}),
         "design": spec.design.model_dump(mode="json") if spec.design is not None else None,
         "primary": primary_analysis(spec, {k: v for k, v in task_scores.items() if v}),
         "runs": runs,
+    }
+
+
+def _run_row(o: RunOutcome, s: RunSummary | None, sizes: list[str],
+             task_scores: dict[tuple[str, int], dict[str, float]]) -> dict[str, Any]:
+    """One run's row of ``compare.json``: where and how it ran, and its scores when it has a summary
+    (its per-task outcomes when it is complete)."""
+    row: dict[str, Any] = {"engineer": o.engineer, "seed": o.seed, "run_dir": str(o.path),
+                           "status": o.status, "seconds": round(o.seconds, 2)}
+    if o.error:
+        row["error"] = o.error.strip().splitlines()[-1]
+    if (o.path / "forked_from.json").is_file():  # round 0 came from a shared stem run
+        row["round0_from"] = json.loads((o.path / "forked_from.json").read_text())["stem"]
+    if s is not None:
+        row.update(scores=s.scores, baseline_score=s.baseline_score, complete=s.complete,
+                   final_score=s.scores[-1] if s.scores else None,
+                   final_metrics={k: v for k, v in (s.metrics[-1] if s.metrics else {}).items()
+                                  if k.startswith(("valid_rate", "optimal_rate"))},
+                   data_ratio=[[r.get(z, 0.0) for z in sizes] for r in s.data_ratio])
+        if s.complete and s.scores and task_scores.get((o.engineer, o.seed)):
+            row["task_scores"] = task_scores[(o.engineer, o.seed)]
+    return row
+
+
+def _engineer_summary(engineer: str, spec: CompareSpec, summaries: dict[tuple[str, int], RunSummary],
+                      rounds: int, sizes: list[str]) -> dict[str, Any]:
+    """One engineer's summary over its complete runs: the final score and per-round curve with
+    bootstrap intervals, and the final valid / optimal rates (overall and by size); ``{"n": 0}``
+    when no run is complete."""
+    done = [summaries[(engineer, sd)] for sd in spec.seed_list
+            if (engineer, sd) in summaries and summaries[(engineer, sd)].complete]
+    if not done:
+        return {"n": 0}
+    curve = _matrix([d.scores for d in done], rounds)
+    last = [d.metrics[-1] for d in done]
+    return {
+        "n": len(done),
+        "final_score": bootstrap_mean_ci([d.scores[-1] for d in done]).to_dict(),
+        "mean_score_over_rounds": float(np.nanmean(curve)),
+        "per_round": [iv.to_dict() for iv in bootstrap_mean_ci_columns(curve)],
+        "final_valid_rate": float(np.mean([m.get("valid_rate", np.nan) for m in last])),
+        "final_optimal_rate": float(np.mean([m.get("optimal_rate", np.nan) for m in last])),
+        "final_valid_by_size": {z: float(np.mean([rates_by_size(m, "valid").get(z, np.nan) for m in last]))
+                                for z in sizes},
+        "final_optimal_by_size": {z: float(np.mean([rates_by_size(m, "optimal").get(z, np.nan)
+                                                    for m in last])) for z in sizes},
     }
 
 

@@ -1,46 +1,48 @@
-"""The one place where testbeds, engineers and trainers are registered by name.
+"""The one place where testbeds, engineers and trainers are found by name.
 
-Entries are lazy (``"module:Class"`` strings) so that ``curriculum list``, config validation and
-the fit checks never import torch or a model. Each entry names the plugin class, its config class,
-a one-line description and **what it fits**, as data:
+**A plugin registers itself**: an entry point (``[project.entry-points."curriculum.engineers"]``
+in its distribution's ``pyproject.toml``; groups ``curriculum.testbeds``, ``curriculum.engineers``,
+``curriculum.trainers``) names its class, and **the entry point's name is the plugin's name**,
+written nowhere else the registry reads. The shipped plugins are entry points of this repository's
+own ``pyproject.toml``, found the same way as a plugin package's, so adding one touches no
+controller file. The class declares the rest on itself (``CLASS_DECLARATIONS``):
 
-* a testbed: the proposal-space kind it ``offers`` and the task ``kinds`` its tasks are
-  (``curriculum.core.spaces``);
-* an engineer: the proposal-space kinds it ``fits`` (``ANY``: every space);
-* a trainer: the task kind it ``trains_on``.
-
-``check_fit(engineer, testbed, trainer)`` refuses an incompatible combination at config time,
-naming both sides and the plugins that would fit.
-
-**Identity is written once**, here: the registry name is the plugin's name. ``Entry.load``
-checks the class at first use (``conformance``, in the spirit of gymnasium's ``check_env``): it
-subclasses its base, implements every abstract method, its config's ``name`` field admits the
-registered name, a class ``name`` attribute (optional) agrees, a testbed's ``proposal_space`` has
-the declared kind. A failure is a ``PluginError`` that names the plugin and the fix, before any
-round runs.
-
-**A plugin's commands** (``curriculum mapf ...``) are declared on its entry (``commands``) and
-mounted by the CLI from here (``mounted_commands``); the controller names none of them.
-
-**Third-party plugins** register through Python entry points, without editing this file. Groups:
-``curriculum.testbeds``, ``curriculum.engineers``, ``curriculum.trainers``; the entry point's name
-is the plugin's name (written once: its config may keep ``PluginConfig``'s plain ``name: str``).
-The entry point names either
-
-* the plugin **class**, which declares what it fits on itself (``CLASS_DECLARATIONS``):
-  ``config_class`` (its pydantic config class), ``description`` (default: the docstring's first
-  line), and ``task_kinds`` (a testbed; its ``offers`` is its ``proposal_space.kind``), ``fits``
-  (an engineer) or ``trains_on`` (a trainer)::
+* ``config_class``: its pydantic config (the section users write in YAML);
+* what it **fits**, as data: a testbed its task ``task_kinds`` (its ``offers`` is its
+  ``proposal_space.kind``; ``curriculum.core.spaces``), an engineer the proposal-space kinds it
+  ``fits`` (``ANY``: every space), a trainer the task kind it ``trains_on``;
+* optionally ``description`` (one line for ``curriculum list``; default: the docstring's first
+  line), ``commands`` (its command-line sub-apps, ``Entry.commands``, mounted by the CLI through
+  ``mounted_commands``; the controller names none of them), a testbed's ``default_trainer`` (the
+  trainer a run that names none gets, when it fits) and a trainer's ``chosen_by_default``
+  (``False``: only when named). ``description`` and ``commands`` are read from the class itself,
+  never inherited::
 
       [project.entry-points."curriculum.engineers"]
       mine = "my_pkg.engineer:Mine"
 
-* or a **mapping** of ``register`` arguments in a light module (no torch at import), e.g.
-  ``ENGINEER = {"target": "my_pkg.engineer:Mine", "config": "my_pkg.engineer:MineConfig",
-  "description": "...", "fits": ["buckets"]}`` for ``mine = "my_pkg.plugin:ENGINEER"``.
+Discovery imports each plugin's module (never torch: plugin modules import their heavy
+dependencies where they use them), so ``curriculum list``, config validation and the fit checks
+stay light. An entry point may instead name a **mapping** of ``register`` arguments in a light
+module, e.g. ``ENGINEER = {"target": "my_pkg.engineer:Mine", "config": "my_pkg.engineer:MineConfig",
+"description": "...", "fits": ["buckets"]}`` for ``mine = "my_pkg.plugin:ENGINEER"``; ``register``
+adds one at run time (tests).
 
-A shipped name wins over an entry point of the same name. An entry point that cannot be loaded
-or declares too little is a ``PluginError`` naming it, its distribution and the fix.
+Order: the shipped plugins (this distribution's) first, then each other distribution's, each by
+name; a shipped name wins over another distribution's entry point of the same name. A run that
+names no engineer gets ``DEFAULT_ENGINEER``, no testbed the first that fits, no trainer its
+testbed's ``default_trainer`` or else the first that fits and is ``chosen_by_default``
+(``resolve_names``). Plugins that ``register`` adds come after the entry points. An entry point
+that cannot be loaded or declares too little is a ``PluginError`` naming it, its distribution and
+the fix; so is finding no plugin of a kind at all (an install whose metadata predates the entry
+points: reinstall).
+
+``check_fit(engineer, testbed, trainer)`` refuses an incompatible combination at config time,
+naming both sides and the plugins that would fit. ``Entry.load`` checks the class at first use
+(``conformance``, in the spirit of gymnasium's ``check_env``): it subclasses its base, implements
+every abstract method, its config's ``name`` field admits the registered name, a class ``name``
+attribute (optional) agrees, a testbed's ``proposal_space`` has the declared kind. A failure is a
+``PluginError`` that names the plugin and the fix, before any round runs.
 """
 
 from __future__ import annotations
@@ -82,6 +84,11 @@ class Entry:
     """Engineers: the proposal-space kinds they can edit (``ANY``: all)."""
     trains_on: str | None = None
     """Trainers: the task kind they need."""
+    default_trainer: str | None = None
+    """Testbeds: the trainer a run that names none gets, when it is registered and fits."""
+    chosen_by_default: bool = True
+    """Trainers: whether a run that names no trainer may get it (``resolve_names``); ``False`` for
+    one that only makes sense when asked for (the endpoint trainer only evaluates)."""
     source: str = "curriculum"
     """Who registered it (``curriculum`` or an entry point's distribution)."""
     commands: tuple[tuple[str, str], ...] = ()
@@ -164,6 +171,20 @@ def check_config(entry: Entry, cls: Any) -> None:
         raise PluginError(f"{where}: name defaults to {default!r} but the plugin is registered as {entry.name!r}")
 
 
+DISTRIBUTION = "curriculum"
+"""The distribution whose entry points are the shipped plugins (``pyproject.toml``)."""
+
+
+def _distribution(point: Any) -> str | None:
+    return getattr(getattr(point, "dist", None), "name", None)
+
+
+def _ordered(points: Iterable[Any]) -> list[Any]:
+    """The registry's order: this distribution's entry points first, then each other
+    distribution's (by distribution), each by name."""
+    return sorted(points, key=lambda p: (_distribution(p) != DISTRIBUTION, _distribution(p) or "", p.name))
+
+
 class Registry:
     """Name → ``Entry`` for one kind of plugin; entry points of ``group`` join on first use."""
 
@@ -171,18 +192,20 @@ class Registry:
         self.kind = kind
         self.group = f"curriculum.{kind}s"
         self._entries: dict[str, Entry] = {}
+        self._shipped: list[str] = []
         self._discovered = False
 
     def register(self, name: str, target: str, config: str, description: str, *, offers: str | None = None,
                  tasks: Iterable[str] = (), fits: Iterable[str] = (), trains_on: str | None = None,
-                 source: str = "curriculum", commands: Mapping[str, str] | None = None) -> Entry:
+                 default_trainer: str | None = None, chosen_by_default: bool = True, source: str = "curriculum",
+                 commands: Mapping[str, str] | None = None) -> Entry:
         """Add a plugin; ValueError for a taken name or a declaration this kind of plugin cannot make.
         ``commands``: sub-command name → ``"module:function"`` of its Typer app (``Entry.commands``)."""
         if name in self._entries:
             raise ValueError(f"{self.kind} {name!r} is already registered")
         entry = Entry(self.kind, name, target, config, description, offers=offers, tasks=tuple(tasks),
-                      fits=tuple(fits), trains_on=trains_on, source=source,
-                      commands=tuple(dict(commands or {}).items()))
+                      fits=tuple(fits), trains_on=trains_on, default_trainer=default_trainer,
+                      chosen_by_default=chosen_by_default, source=source, commands=tuple(dict(commands or {}).items()))
         _check_declarations(entry)
         self._entries[name] = entry
         return entry
@@ -192,28 +215,49 @@ class Registry:
         self._entries.pop(name, None)
 
     def _discover(self) -> None:
-        if self._discovered:
-            return
-        self._discovered = True
-        for point in metadata.entry_points(group=self.group):
-            if point.name in self._entries:
-                continue  # a shipped name wins; the entry point is ignored
-            dist = getattr(point, "dist", None)
-            source = getattr(dist, "name", None) or point.value
-            where = f"entry point {point.name} = {point.value!r} ({self.group}, from {source})"
+        if not self._discovered:
+            self._discovered = True
+            # Plugins registered at run time before the first use keep their names and come after
+            # the entry points, in the order they were registered.
+            early, self._entries = self._entries, {}
             try:
-                spec = point.load()
-            except Exception as err:  # noqa: BLE001 - one broken package must say so, not hide the others
-                raise PluginError(f"{where} cannot be loaded: {type(err).__name__}: {err}") from err
-            if inspect.isclass(spec):
-                spec = declared(self.kind, spec, where)
-            elif not isinstance(spec, Mapping):
-                raise PluginError(f"{where} must name the plugin class or a mapping of register() "
-                                  "arguments (see curriculum.registry)")
-            try:
-                self.register(point.name, source=source, **dict(spec))
-            except (TypeError, ValueError) as err:
-                raise PluginError(f"{where}: {err}") from None
+                for point in _ordered(metadata.entry_points(group=self.group)):
+                    if point.name not in early:
+                        self._register_point(point)
+            finally:
+                self._entries |= early
+        if not self._entries:
+            raise PluginError(
+                f"no {self.kind} is registered: entry points of group {self.group} declare them, and the "
+                f"installed metadata of {DISTRIBUTION} has none (installed before its pyproject.toml declared "
+                "them?). Reinstall it: make install, or pip install -e .")
+
+    def _register_point(self, point: Any) -> None:
+        if point.name in self._entries:
+            return  # a shipped name wins; another distribution's entry point is ignored
+        source = _distribution(point) or point.value
+        where = f"entry point {point.name} = {point.value!r} ({self.group}, from {source})"
+        try:
+            spec = point.load()
+        except Exception as err:  # noqa: BLE001 - one broken package must say so, not hide the others
+            raise PluginError(f"{where} cannot be loaded: {type(err).__name__}: {err}") from err
+        if inspect.isclass(spec):
+            spec = declared(self.kind, spec, where)
+        elif not isinstance(spec, Mapping):
+            raise PluginError(f"{where} must name the plugin class or a mapping of register() "
+                              "arguments (see curriculum.registry)")
+        try:
+            self.register(point.name, source=source, **dict(spec))
+        except (TypeError, ValueError) as err:
+            raise PluginError(f"{where}: {err}") from None
+        if source == DISTRIBUTION:
+            self._shipped.append(point.name)
+
+    def shipped(self) -> list[str]:
+        """The names this distribution's own entry points register (not a plugin package's, nor
+        one registered at run time)."""
+        self._discover()
+        return list(self._shipped)
 
     def get(self, name: str) -> Entry:
         self._discover()
@@ -244,9 +288,10 @@ CLASS_DECLARATIONS: dict[str, tuple[str, ...]] = {
     "engineer": ("config_class", "fits"),
     "trainer": ("config_class", "trains_on"),
 }
-"""What a plugin class named by an entry point declares on itself (module docstring); every kind
-may also set ``description`` (default: its docstring's first line) and ``commands`` (its
-command-line sub-apps, ``Entry.commands``)."""
+"""What a plugin class named by an entry point must declare on itself (module docstring); every
+kind may also set ``description`` (default: its docstring's first line) and ``commands`` (its
+command-line sub-apps, ``Entry.commands``), both read from the class itself; a testbed may set
+``default_trainer``, a trainer ``chosen_by_default``."""
 
 
 def _path(obj: Any) -> str:
@@ -267,19 +312,19 @@ def declared(kind: str, cls: type, where: str = "") -> dict[str, Any]:
     config = cls.config_class
     if not inspect.isclass(config):
         raise PluginError(f"{where}: config_class must be the config class itself, got {config!r}")
-    description = getattr(cls, "description", None)
+    description = vars(cls).get("description")  # its own: a subclass is another plugin
     if not isinstance(description, str):
         description = next(iter((inspect.getdoc(cls) or "").strip().splitlines()), "")
     spec: dict[str, Any] = {"target": _path(cls), "config": _path(config), "description": description}
-    if getattr(cls, "commands", None) is not None:
-        spec["commands"] = dict(cls.commands)
+    if vars(cls).get("commands") is not None:
+        spec["commands"] = dict(vars(cls)["commands"])
     if kind == "testbed":
         spec |= {"offers": getattr(getattr(cls, "proposal_space", None), "kind", None),
-                 "tasks": _names(cls.task_kinds)}
+                 "tasks": _names(cls.task_kinds), "default_trainer": getattr(cls, "default_trainer", None)}
     elif kind == "engineer":
         spec["fits"] = _names(cls.fits)
     else:
-        spec["trains_on"] = cls.trains_on
+        spec |= {"trains_on": cls.trains_on, "chosen_by_default": getattr(cls, "chosen_by_default", True)}
     return spec
 
 
@@ -288,148 +333,25 @@ def _check_declarations(entry: Entry) -> None:
     if entry.kind == "testbed":
         if entry.offers not in SPACE_KINDS or not entry.tasks or set(entry.tasks) - set(TASK_KINDS):
             raise ValueError(f"{where} must declare offers= one of {SPACE_KINDS} and tasks= some of {TASK_KINDS}")
+        if entry.default_trainer is not None and not isinstance(entry.default_trainer, str):
+            raise ValueError(f"{where}: default_trainer must be a trainer's name, got {entry.default_trainer!r}")
     elif entry.kind == "engineer":
         if not entry.fits or set(entry.fits) - {*SPACE_KINDS, ANY}:
             raise ValueError(f"{where} must declare fits= some of {(*SPACE_KINDS, ANY)}")
     elif entry.trains_on not in TASK_KINDS:
         raise ValueError(f"{where} must declare trains_on= one of {TASK_KINDS}")
+    elif not isinstance(entry.chosen_by_default, bool):
+        raise ValueError(f"{where}: chosen_by_default must be True or False, got {entry.chosen_by_default!r}")
 
 
 TESTBEDS = Registry("testbed")
 ENGINEERS = Registry("engineer")
 TRAINERS = Registry("trainer")
 
-# -- testbeds -----------------------------------------------------------------------------------
-TESTBEDS.register(
-    "mapf_frozenlake",
-    "testbeds.mapf_frozenlake.testbed:MAPFTestbed",
-    "testbeds.mapf_frozenlake.testbed:MAPFTestbedConfig",
-    "Multi-agent path finding on FrozenLake grids; the engineer edits per-size generator ratios.",
-    offers="buckets", tasks=("prompt", "mapf", "bucketed"),
-    commands={"mapf": "testbeds.mapf_frozenlake.cli:commands"},
-)
-TESTBEDS.register(
-    "reasoning_gym",
-    "testbeds.reasoning_gym.testbed:ReasoningGymTestbed",
-    "testbeds.reasoning_gym.testbed:ReasoningGymTestbedConfig",
-    "reasoning-gym tasks x difficulty levels (from its curricula); the engineer edits per-level data shares.",
-    offers="buckets", tasks=("prompt", "bucketed"),
-)
-TESTBEDS.register(
-    "spade_pool",
-    "testbeds.spade.testbed:SpadeTestbed",
-    "testbeds.spade.testbed:SpadeTestbedConfig",
-    "SPADE's pool of model-written environments; held-out reasoning-gym (games) or tool-suite eval.",
-    offers="environment_pool", tasks=("pool",),
-    commands={"sandbox": "testbeds.spade.cli_sandbox:commands"},
-)
-
-# -- engineers ----------------------------------------------------------------------------------
-ENGINEERS.register(
-    "fixed",
-    "engineers.fixed:FixedEngineer",
-    "engineers.fixed:FixedEngineerConfig",
-    "Keeps the starting proposal every round; with the random cold start the paper's 'GRPO (random)' baseline.",
-    fits=(ANY,),
-)
-ENGINEERS.register(
-    "random",
-    "engineers.random:RandomEngineer",
-    "engineers.random:RandomEngineerConfig",
-    "Samples a fresh legal proposal each round (our re-drawn baseline; not the paper's fixed one).",
-    fits=(ANY,),
-)
-ENGINEERS.register(
-    "frontier",
-    "engineers.frontier:FrontierEngineer",
-    "engineers.frontier:FrontierEngineerConfig",
-    "Rule-based baseline: budget to buckets with success rate in [20%, 80%], harder where mastered.",
-    fits=("buckets",),
-)
-ENGINEERS.register(
-    "optuna",
-    "engineers.optuna_engineer:OptunaEngineer",
-    "engineers.optuna_engineer:OptunaEngineerConfig",
-    "Optuna black-box search (TPE by default) over the generator config; one trial per round.",
-    fits=("buckets",),
-)
-ENGINEERS.register(
-    "learnability",
-    "engineers.learnability:LearnabilityEngineer",
-    "engineers.learnability:LearnabilityEngineerConfig",
-    "Budget proportional to p(1-p) per bucket (success rate from the evals), with an exploration floor.",
-    fits=("buckets",),
-)
-ENGINEERS.register(
-    "rlve",
-    "engineers.rlve:RLVEEngineer",
-    "engineers.rlve:RLVEEngineerConfig",
-    "RLVE sliding difficulty window per environment (slides at 90% accuracy over >= 8 samples, width 4).",
-    fits=("buckets",),
-)
-ENGINEERS.register(
-    "plr",
-    "engineers.plr:PLREngineer",
-    "engineers.plr:PLREngineerConfig",
-    "Prioritized level replay over buckets (rank + staleness on GRPO reward spread), ACCEL mutation.",
-    fits=("buckets",),
-)
-ENGINEERS.register(
-    "checkpoint",
-    "engineers.checkpoint.engineer:CheckpointEngineer",
-    "engineers.checkpoint.config:CheckpointEngineerConfig",
-    "The policy redesigns its own generator config from a failure report (contexts V1–V6).",
-    fits=("buckets",),
-)
-ENGINEERS.register(
-    "spade",
-    "engineers.spade.engineer:SpadeEngineer",
-    "engineers.spade.config:SpadeEngineerConfig",
-    "SPADE: the policy writes environment programs, admitted in the sandbox and remembered.",
-    fits=("environment_pool",), commands={"spade": "engineers.spade.cli:commands"},
-)
-
-# -- trainers -----------------------------------------------------------------------------------
-TRAINERS.register(
-    "grpo",
-    "trainers.grpo:GRPOTrainerAdapter",
-    "trainers.grpo:GRPOConfig",
-    "GRPO through TRL's GRPOTrainer (transformers generation on CPU, vLLM on GPU).",
-    trains_on="prompt",
-)
-TRAINERS.register(
-    "simulated",
-    "trainers.simulated:SimulatedTrainer",
-    "trainers.simulated:SimulatedConfig",
-    "A documented parametric learning-dynamics simulation (not a model) for fast benchmarks.",
-    trains_on="bucketed",
-)
-TRAINERS.register(
-    "small",
-    "trainers.small.trainer:SmallTrainer",
-    "trainers.small.trainer:SmallConfig",
-    "A small transformer (plain torch) trained by real GRPO on MAPF: engineer benchmarks in minutes.",
-    trains_on="mapf",
-)
-TRAINERS.register(
-    "endpoint",
-    "trainers.endpoint:EndpointTrainer",
-    "trainers.endpoint:EndpointTrainerConfig",
-    "An external model behind an OpenAI-compatible endpoint, evaluated only (rounds: 0).",
-    trains_on="prompt",
-)
-TRAINERS.register(
-    "selfplay",
-    "trainers.selfplay:SelfPlayTrainer",
-    "trainers.selfplay:SelfPlayConfig",
-    "SPADE co-training: one policy as designer and agent (GRPO via TRL rollout_func).",
-    trains_on="pool",
-)
-
-SHIPPED: dict[str, tuple[str, ...]] = {
-    registry.kind: tuple(registry._entries) for registry in (TESTBEDS, ENGINEERS, TRAINERS)
-}
-"""What this file registers (tests, entry points and extensions may register more)."""
+def shipped() -> dict[str, tuple[str, ...]]:
+    """Kind → the names this distribution's own entry points register (tests, entry points of
+    other distributions and ``register`` may add more)."""
+    return {registry.kind: tuple(registry.shipped()) for registry in (TESTBEDS, ENGINEERS, TRAINERS)}
 
 
 # -- what fits what ---------------------------------------------------------------------------------
@@ -491,8 +413,10 @@ def resolve_names(engineer: str | None = None, testbed: str | None = None,
     """Fill in what a run leaves out with what fits, then ``check_fit``.
 
     No engineer: ``DEFAULT_ENGINEER``. No testbed: the first registered testbed the engineer fits
-    (and the trainer, when one is named). No trainer: the first registered trainer the testbed's
-    tasks fit. So ``--engineer spade`` alone means the pool testbed and the self-play trainer.
+    (and the trainer, when one is named). No trainer: the testbed's ``default_trainer`` when it is
+    registered and fits, else the first registered trainer the testbed's tasks fit that is
+    ``chosen_by_default`` (else the first that fits). So ``--engineer spade`` alone means the pool
+    testbed and the self-play trainer.
     """
     engineer = engineer or DEFAULT_ENGINEER
     if testbed is None:
@@ -501,9 +425,19 @@ def resolve_names(engineer: str | None = None, testbed: str | None = None,
             candidates = [t for t in candidates if t in testbeds_for_trainer(trainer)] or candidates
         testbed = candidates[0] if candidates else TESTBEDS.names()[0]  # check_fit says why it cannot work
     if trainer is None:
-        trainer = next(iter(trainers_for(testbed)), TRAINERS.names()[0])
+        trainer = _default_trainer(testbed)
     check_fit(engineer, testbed, trainer)
     return engineer, testbed, trainer
+
+
+def _default_trainer(testbed: str) -> str:
+    """The trainer of a run on ``testbed`` that names none (``resolve_names``)."""
+    fitting = trainers_for(testbed)
+    preferred = TESTBEDS.get(testbed).default_trainer
+    if preferred in fitting:
+        return preferred
+    eligible = [t for t in fitting if TRAINERS.get(t).chosen_by_default]
+    return next(iter(eligible or fitting), TRAINERS.names()[0])  # nothing fits: check_fit says why
 
 
 def fitting_pairs() -> list[tuple[str, str]]:

@@ -70,6 +70,20 @@ class Engineer(ABC):
     """Under several processes, ``design`` runs on every rank (to shard its work; the main process's
     return value is used, and only the main process may write); otherwise on the main process only."""
 
+    # What it declares for the registry (``curriculum.registry.CLASS_DECLARATIONS``); its name is
+    # its entry point's (pyproject.toml, ``curriculum.engineers``).
+    config_class: ClassVar[type[BaseModel]]
+    """The pydantic model of its config section (``engineer:`` in a run's config)."""
+    fits: ClassVar[tuple[str, ...]]
+    """The proposal-space kinds it can edit (``curriculum.core.spaces``; ``ANY``: every space)."""
+    description: ClassVar[str]
+    """Optional: one line for ``curriculum list`` (default: the docstring's first line); read from
+    this class only, never inherited."""
+    commands: ClassVar[dict[str, str]]
+    """Optional: its command-line sub-apps, name → ``"module:function"`` of ``commands(host) ->
+    typer.Typer`` (``curriculum.core.commands``), mounted as ``curriculum NAME``; read from this
+    class only, never inherited."""
+
     def __init__(self, config: BaseModel, *, run_dir: str | None = None) -> None:
         self.config = config
         self.run_dir = run_dir

@@ -18,6 +18,7 @@ from typing import Literal
 
 from curriculum.core.config import PluginConfig
 from curriculum.core.records import Design
+from curriculum.core.spaces import ANY
 from engineers.base import DesignContext, Engineer
 
 
@@ -30,6 +31,11 @@ class FixedEngineerConfig(PluginConfig):
 
 class FixedEngineer(Engineer):
     """Returns the current proposal unchanged, so every round trains on the round-0 proposal."""
+
+    config_class = FixedEngineerConfig
+    fits = (ANY,)
+    description = ("Keeps the starting proposal every round; with the random cold start the paper's "
+                   "'GRPO (random)' baseline.")
 
     def design(self, ctx: DesignContext) -> Design:
         return Design(raw=ctx.proposal.model_dump(mode="json"))

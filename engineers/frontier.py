@@ -100,6 +100,11 @@ def frontier_proposal(space: BucketSpace, current: dict[str, Bucket], rates: dic
 class FrontierEngineer(Engineer):
     """Moves budget to the competence frontier (see the module docstring)."""
 
+    config_class = FrontierEngineerConfig
+    fits = ("buckets",)
+    description = ("Rule-based baseline: budget to buckets with success rate in [20%, 80%], harder "
+                   "where mastered.")
+
     def design(self, ctx: DesignContext) -> Design:
         space = ctx.testbed.proposal_space
         rates = dict(ctx.history[-1].eval.bucket_scores)

@@ -88,6 +88,11 @@ def learnability_shares(p: Mapping[str, float], exploration: float, temperature:
 class LearnabilityEngineer(Engineer):
     """Budget proportional to p(1 − p) with an exploration floor (module docstring)."""
 
+    config_class = LearnabilityEngineerConfig
+    fits = ("buckets",)
+    description = ("Budget proportional to p(1-p) per bucket (success rate from the evals), with an "
+                   "exploration floor.")
+
 
     def design(self, ctx: DesignContext) -> Design:
         space = space_of(ctx.testbed)

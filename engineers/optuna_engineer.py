@@ -242,6 +242,10 @@ def sqlite_storage(path: Path) -> Any:
 class OptunaEngineer(Engineer):
     """Each round is one trial: tell the last round's value, ask the next config."""
 
+    config_class = OptunaEngineerConfig
+    fits = ("buckets",)
+    description = "Optuna black-box search (TPE by default) over the generator config; one trial per round."
+
     def __init__(self, config: OptunaEngineerConfig, *, run_dir: str | None = None) -> None:
         super().__init__(config, run_dir=run_dir)
         self._space: SearchSpace | None = None

@@ -141,6 +141,11 @@ def mutate(space: BucketSpace, groups: Mapping[str, Sequence[str]], buckets: dic
 class PLREngineer(Engineer):
     """Prioritized level replay with staleness and ACCEL mutation over buckets (docstring)."""
 
+    config_class = PLREngineerConfig
+    fits = ("buckets",)
+    description = ("Prioritized level replay over buckets (rank + staleness on GRPO reward spread), "
+                   "ACCEL mutation.")
+
 
     def design(self, ctx: DesignContext) -> Design:
         cfg: PLREngineerConfig = self.config

@@ -12,6 +12,7 @@ from typing import Literal
 
 from curriculum.core.config import PluginConfig
 from curriculum.core.records import Design
+from curriculum.core.spaces import ANY
 from engineers.base import DesignContext, Engineer
 
 
@@ -24,6 +25,11 @@ class RandomEngineerConfig(PluginConfig):
 
 class RandomEngineer(Engineer):
     """Samples ``testbed.random_proposal`` with the controller's per-round RNG."""
+
+    config_class = RandomEngineerConfig
+    fits = (ANY,)
+    description = ("Samples a fresh legal proposal each round (our re-drawn baseline; not the "
+                   "paper's fixed one).")
 
     def design(self, ctx: DesignContext) -> Design:
         return Design(raw=ctx.testbed.random_proposal(ctx.rng).model_dump(mode="json"))

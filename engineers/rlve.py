@@ -101,6 +101,11 @@ def window_shares(windows: Mapping[str, Window], groups: Mapping[str, Sequence[s
 class RLVEEngineer(Engineer):
     """Slides each environment's difficulty window up when its top level is mastered."""
 
+    config_class = RLVEEngineerConfig
+    fits = ("buckets",)
+    description = ("RLVE sliding difficulty window per environment (slides at 90% accuracy over >= "
+                   "8 samples, width 4).")
+
 
     def design(self, ctx: DesignContext) -> Design:
         space = space_of(ctx.testbed)

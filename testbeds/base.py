@@ -57,6 +57,23 @@ class Testbed(ABC):
     """``sample(proposal, n, ...)`` returns exactly ``n`` tasks. Pool testbeds (SPADE) return one
     task per pool entry instead and set this to ``False``."""
 
+    # What it declares for the registry (``curriculum.registry.CLASS_DECLARATIONS``); its name is
+    # its entry point's (pyproject.toml, ``curriculum.testbeds``).
+    config_class: ClassVar[type[BaseModel]]
+    """The pydantic model of its config section (``testbed:`` in a run's config)."""
+    task_kinds: ClassVar[tuple[str, ...]]
+    """The kinds of task it samples (``curriculum.core.spaces.TASK_KINDS``); trainers fit by these."""
+    default_trainer: ClassVar[str | None] = None
+    """Optional: the trainer a run that names none gets, when it is registered and fits (else the
+    first registered trainer that fits)."""
+    description: ClassVar[str]
+    """Optional: one line for ``curriculum list`` (default: the docstring's first line); read from
+    this class only, never inherited."""
+    commands: ClassVar[dict[str, str]]
+    """Optional: its command-line sub-apps, name → ``"module:function"`` of ``commands(host) ->
+    typer.Typer`` (``curriculum.core.commands``), mounted as ``curriculum NAME``; read from this
+    class only, never inherited."""
+
     @property
     def name(self) -> str:
         """Registry name: the config section's ``name`` (the registry checks it; write it nowhere else)."""

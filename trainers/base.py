@@ -10,7 +10,9 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
+
+from pydantic import BaseModel
 
 from curriculum.core import distributed
 from curriculum.core.budget import TrainingBudget
@@ -27,6 +29,24 @@ LogFn = Callable[[dict[str, Any]], None]
 
 class Trainer(ABC):
     """Base class for learners (GRPO through TRL, or a simulated learner)."""
+
+    # What it declares for the registry (``curriculum.registry.CLASS_DECLARATIONS``); its name is
+    # its entry point's (pyproject.toml, ``curriculum.trainers``).
+    config_class: ClassVar[type[BaseModel]]
+    """The pydantic model of its config section (``trainer:`` in a run's config)."""
+    trains_on: ClassVar[str]
+    """The task kind it needs (``curriculum.core.spaces.TASK_KINDS``); testbeds whose tasks are of
+    that kind fit."""
+    chosen_by_default: ClassVar[bool] = True
+    """Whether a run that names no trainer may get this one when its testbed's ``default_trainer``
+    does not apply (the first registered such trainer that fits); ``False``: only when named."""
+    description: ClassVar[str]
+    """Optional: one line for ``curriculum list`` (default: the docstring's first line); read from
+    this class only, never inherited."""
+    commands: ClassVar[dict[str, str]]
+    """Optional: its command-line sub-apps, name → ``"module:function"`` of ``commands(host) ->
+    typer.Typer`` (``curriculum.core.commands``), mounted as ``curriculum NAME``; read from this
+    class only, never inherited."""
 
     def __init__(self, run_config: Any, testbed: Testbed, run_dir: Path | None = None) -> None:
         self.run_config = run_config

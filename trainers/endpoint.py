@@ -37,6 +37,11 @@ class EndpointTrainerConfig(PluginConfig):
 class EndpointTrainer(Trainer):
     """The policy is the endpoint; there is nothing to train or save but a note of what was asked."""
 
+    config_class = EndpointTrainerConfig
+    trains_on = "prompt"
+    chosen_by_default = False  # it only evaluates (rounds: 0): never a run's default
+    description = "An external model behind an OpenAI-compatible endpoint, evaluated only (rounds: 0)."
+
     def __init__(self, run_config: Any, testbed: Testbed, run_dir: Path | None = None) -> None:
         super().__init__(run_config, testbed, run_dir)
         if run_config.rounds != 0:

@@ -216,6 +216,10 @@ def _completion_text(completion: Any) -> str:
 class GRPOTrainerAdapter(Trainer):
     """Runs one ``trl.GRPOTrainer`` per round over a model that persists across rounds."""
 
+    config_class = GRPOConfig
+    trains_on = "prompt"
+    description = "GRPO through TRL's GRPOTrainer (transformers generation on CPU, vLLM on GPU)."
+
     @classmethod
     def training_budget(cls, run_config: Any) -> TrainingBudget:
         from trainers.plan import grpo_budget
@@ -419,53 +423,13 @@ class GRPOTrainerAdapter(Trainer):
     def train_round(self, tasks: Sequence[Task], *, round_index: int, seed: int,
                     log: LogFn | None = None) -> dict[str, float]:
         from datasets import Dataset
-        from transformers import PrinterCallback
 
         by_index = list(tasks)
         warm, self._warm_metrics = self._warm_metrics, {}  # reported with the first round trained
         dataset = Dataset.from_list([{"prompt": t.messages, "task_index": i} for i, t in enumerate(by_index)])
         scored: list[dict[str, Any]] = []
-        groups: dict[tuple[int, int], int] = {}
-        testbed = self.testbed
-
-        def reward(prompts: list, completions: list, completion_ids: list, task_index: list[int],
-                   **_: Any) -> list[float]:
-            batch = [Completion(text=_completion_text(c), num_tokens=len(ids))
-                     for c, ids in zip(completions, completion_ids, strict=True)]
-            rewards = []
-            call = len(groups)  # distinct for every reward call (each adds groups)
-            for idx, completion in zip(task_index, batch, strict=True):
-                value, verdict = testbed.score(by_index[idx], completion)
-                rewards.append(value)
-                # A prompt's completions in one reward call form its GRPO group (on this rank).
-                group = groups.setdefault((call, idx), len(groups))
-                scored.append({"reward": value, "valid": float(bool(verdict.get("valid", False))),
-                               "tokens": completion.num_tokens, "group": group,
-                               "bucket": str(by_index[idx].features.get("bucket", ""))})
-            # The reward's length EMA is global: every rank observes every rank's completions.
-            lengths = [n for part in distributed.gather([c.num_tokens for c in batch]) for n in part]
-            testbed.observe_training_batch([Completion(text="", num_tokens=n) for n in lengths])
-            return rewards
-
-        reward.__name__ = f"{testbed.name}_reward"
-
-        if self._use_vllm() and self.config.vllm_mode == "colocate" and vllm_build() == "cpu":
-            cpu_engine_environment(self.run_config.generation)  # else vLLM's default cache size
-        trainer = grpo_trainer_class()(
-            model=self.model,
-            reward_funcs=[reward],
-            args=self._trl_args(len(by_index), seed),
-            train_dataset=dataset,
-            processing_class=self.tokenizer,
-            callbacks=[log_forwarder(log, round_index)],
-            optimizers=(self.optimizer, _constant_schedule(self.optimizer)) if self.optimizer else (None, None),
-        )
-        trainer.skip_zero_advantage = self.config.skip_zero_advantage
-        engine = getattr(trainer, "vllm_generation", None)
-        if getattr(engine, "llm", None) is not None and vllm_build() == "cpu":
-            sync_colocated_through_reload(engine)  # the CPU build refuses TRL's per-tensor load
-        # Progress and metrics go through our reporter and metrics.jsonl, not TRL's printer.
-        trainer.remove_callback(PrinterCallback)
+        trainer = self._round_trainer(training_reward(self.testbed, by_index, scored), dataset, seed=seed,
+                                      log=log, round_index=round_index)
         with completion_positions_only():
             result = trainer.train()
         # TRL may have wrapped the model; keep the plain module for the next round, and the
@@ -484,6 +448,31 @@ class GRPOTrainerAdapter(Trainer):
             **_bucket_stats(scored),
             **warm,
         }
+
+    def _round_trainer(self, reward: Callable[..., list[float]], dataset: Any, *, seed: int,
+                       log: LogFn | None, round_index: int) -> Any:
+        """TRL's GRPO trainer for one round on ``dataset`` (one row per task) with ``reward``,
+        this adapter's model, tokenizer and optimizer, and its log records forwarded to ``log``."""
+        from transformers import PrinterCallback
+
+        if self._use_vllm() and self.config.vllm_mode == "colocate" and vllm_build() == "cpu":
+            cpu_engine_environment(self.run_config.generation)  # else vLLM's default cache size
+        trainer = grpo_trainer_class()(
+            model=self.model,
+            reward_funcs=[reward],
+            args=self._trl_args(len(dataset), seed),
+            train_dataset=dataset,
+            processing_class=self.tokenizer,
+            callbacks=[log_forwarder(log, round_index)],
+            optimizers=(self.optimizer, _constant_schedule(self.optimizer)) if self.optimizer else (None, None),
+        )
+        trainer.skip_zero_advantage = self.config.skip_zero_advantage
+        engine = getattr(trainer, "vllm_generation", None)
+        if getattr(engine, "llm", None) is not None and vllm_build() == "cpu":
+            sync_colocated_through_reload(engine)  # the CPU build refuses TRL's per-tensor load
+        # Progress and metrics go through our reporter and metrics.jsonl, not TRL's printer.
+        trainer.remove_callback(PrinterCallback)
+        return trainer
 
     # -- generation -------------------------------------------------------------------------------
     def policy(self) -> Policy:
@@ -524,6 +513,36 @@ class GRPOTrainerAdapter(Trainer):
 
     def run_info(self) -> dict[str, Any]:
         return {"trainer": "grpo", "algorithm": "GRPO (TRL)", **self.config.model_dump(mode="json")}
+
+
+def training_reward(testbed: Testbed, tasks: list[Task], scored: list[dict[str, Any]]) -> Callable[..., list[float]]:
+    """The reward function given to TRL for one round's ``tasks`` (its dataset's ``task_index``
+    column indexes them): the testbed scores each completion; one record per completion is appended
+    to ``scored`` (reward, validity, tokens, GRPO group, bucket); the testbed observes every rank's
+    completion lengths."""
+    groups: dict[tuple[int, int], int] = {}
+
+    def reward(prompts: list, completions: list, completion_ids: list, task_index: list[int],
+               **_: Any) -> list[float]:
+        batch = [Completion(text=_completion_text(c), num_tokens=len(ids))
+                 for c, ids in zip(completions, completion_ids, strict=True)]
+        rewards = []
+        call = len(groups)  # distinct for every reward call (each adds groups)
+        for idx, completion in zip(task_index, batch, strict=True):
+            value, verdict = testbed.score(tasks[idx], completion)
+            rewards.append(value)
+            # A prompt's completions in one reward call form its GRPO group (on this rank).
+            group = groups.setdefault((call, idx), len(groups))
+            scored.append({"reward": value, "valid": float(bool(verdict.get("valid", False))),
+                           "tokens": completion.num_tokens, "group": group,
+                           "bucket": str(tasks[idx].features.get("bucket", ""))})
+        # The reward's length EMA is global: every rank observes every rank's completions.
+        lengths = [n for part in distributed.gather([c.num_tokens for c in batch]) for n in part]
+        testbed.observe_training_batch([Completion(text="", num_tokens=n) for n in lengths])
+        return rewards
+
+    reward.__name__ = f"{testbed.name}_reward"
+    return reward
 
 
 @contextlib.contextmanager

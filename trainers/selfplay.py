@@ -214,6 +214,10 @@ class SelfPlayConfig(GRPOConfig):
 class SelfPlayTrainer(GRPOTrainerAdapter):
     """One model, two roles: plays admitted environments and trains agent and designer rows."""
 
+    config_class = SelfPlayConfig
+    trains_on = "pool"
+    description = "SPADE co-training: one policy as designer and agent (GRPO via TRL rollout_func)."
+
     @classmethod
     def training_budget(cls, run_config: Any) -> TrainingBudget:
         from trainers.plan import grpo_budget, selfplay_round_work

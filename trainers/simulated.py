@@ -355,6 +355,10 @@ class SimulatedPolicy:
 class SimulatedTrainer(Trainer):
     """A simulated learner with the dynamics of the module docstring (not a model)."""
 
+    config_class = SimulatedConfig
+    trains_on = "bucketed"
+    description = "A documented parametric learning-dynamics simulation (not a model) for fast benchmarks."
+
     def __init__(self, run_config: Any, testbed: Testbed, run_dir: Path | None = None) -> None:
         super().__init__(run_config, testbed)
         self.run_dir = run_dir

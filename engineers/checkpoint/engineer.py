@@ -63,6 +63,10 @@ CONTEXT_TOKENS = 2000
 class CheckpointEngineer(Engineer):
     """The policy (or the base model, or an endpoint) proposes the next generator config."""
 
+    config_class = CheckpointEngineerConfig
+    fits = ("buckets",)
+    description = "The policy redesigns its own generator config from a failure report (contexts V1–V6)."
+
     config: CheckpointEngineerConfig
 
     def __init__(self, config: CheckpointEngineerConfig, *, run_dir: str | None = None) -> None:

@@ -27,7 +27,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from curriculum.core import distributed
 from curriculum.core.pool import save_pool
@@ -57,6 +57,11 @@ def sandbox_config(config: SpadeEngineerConfig):
 
 class SpadeEngineer(Engineer):
     """SPADE's environment designer (part 1)."""
+
+    config_class = SpadeEngineerConfig
+    fits = ("environment_pool",)
+    description = "SPADE: the policy writes environment programs, admitted in the sandbox and remembered."
+    commands: ClassVar[dict[str, str]] = {"spade": "engineers.spade.cli:commands"}
 
     collective_design = True
     """Under several processes the controller calls ``design`` on every rank (design calls are sharded)."""

@@ -136,6 +136,13 @@ class MAPFTestbedConfig(BaseModel):
 class MAPFTestbed(Testbed):
     """Multi-agent path finding on FrozenLake grids."""
 
+    config_class = MAPFTestbedConfig
+    task_kinds = ("prompt", "mapf", "bucketed")
+    default_trainer = "grpo"
+    description = ("Multi-agent path finding on FrozenLake grids; the engineer edits per-size "
+                   "generator ratios.")
+    commands: ClassVar[dict[str, str]] = {"mapf": "testbeds.mapf_frozenlake.cli:commands"}
+
     proposal_model: ClassVar[type[BaseModel]] = GeneratorConfig
     proposal_space: ClassVar[BucketSpace] = SPACE
 

@@ -174,6 +174,12 @@ def bucket_name(task: str, level: int) -> str:
 class ReasoningGymTestbed(Testbed):
     """reasoning-gym tasks × difficulty levels as buckets (module docstring)."""
 
+    config_class = ReasoningGymTestbedConfig
+    task_kinds = ("prompt", "bucketed")
+    default_trainer = "grpo"
+    description = ("reasoning-gym tasks x difficulty levels (from its curricula); the engineer "
+                   "edits per-level data shares.")
+
     proposal_model: ClassVar[type[BaseModel]] = ReasoningGymProposal
     proposal_space: BucketSpace = BucketSpace(buckets=("<task>:<level>",), unit="task level")
     """The kind the registry checks on the class; every instance replaces it with the buckets of its

@@ -129,6 +129,13 @@ def _valid_items(items: Any, model: type[BaseModel], path: str, changes: list[Ch
 class SpadeTestbed(Testbed):
     """Pool proposals, ``env``/``design`` tasks for the ``selfplay`` trainer, held-out eval."""
 
+    config_class = SpadeTestbedConfig
+    task_kinds = ("pool",)
+    default_trainer = "selfplay"
+    description = ("SPADE's pool of model-written environments; held-out reasoning-gym (games) or "
+                   "tool-suite eval.")
+    commands: ClassVar[dict[str, str]] = {"sandbox": "testbeds.spade.cli_sandbox:commands"}
+
     samples_exactly_n = False  # one task per pool environment and per design, whatever n is
     eval_suites = ("validation",)
     """One held-out suite: the reasoning-gym games or tool suite that ``evaluate`` scores is a

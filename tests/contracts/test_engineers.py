@@ -20,14 +20,14 @@ import pytest
 from curriculum.core.records import Design, RoundReport
 from curriculum.core.spaces import BucketSpace
 from curriculum.core.types import Completion, EvalReport
-from curriculum.registry import ENGINEERS, SHIPPED, fitting_pairs
+from curriculum.registry import ENGINEERS, fitting_pairs, shipped
 from curriculum.stem import shares_round0
 from engineers.base import DesignContext
 
 # Every shipped engineer and every one an installed package registers through an entry point (test
 # doubles that other suites register are not plugins) on every testbed it fits.
 PAIRS = [(e, t) for e, t in fitting_pairs()
-         if e in SHIPPED["engineer"] or ENGINEERS.get(e).source != "curriculum"]
+         if e in shipped()["engineer"] or ENGINEERS.get(e).source != "curriculum"]
 GAME = (Path(__file__).resolve().parents[1] / "spade" / "fixtures" / "games_guess_ok.out").read_text()
 FAST_SANDBOX = dict(workers=1, call_deadline_s=2.0, load_deadline_s=4.0, supervisor_grace_s=1.0, memory_mb=256)
 # Settings that keep a contract run small (engineers) or give a testbed a non-empty start (testbeds).
@@ -85,7 +85,7 @@ def _make(name: str, run_dir: Path):
 
 
 def test_every_shipped_engineer_fits_some_testbed():
-    assert {e for e, _ in PAIRS} >= set(SHIPPED["engineer"])
+    assert {e for e, _ in PAIRS} >= set(shipped()["engineer"])
 
 
 @pytest.mark.parametrize(("name", "testbed_name"), PAIRS)

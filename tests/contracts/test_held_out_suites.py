@@ -9,7 +9,7 @@ import pytest
 
 from curriculum.config import load_config
 from curriculum.loop import build_testbed
-from curriculum.registry import SHIPPED
+from curriculum.registry import shipped
 
 SMALL = {"mapf_frozenlake": ["testbed.eval_agents=[2]", "testbed.eval_instances_per_size=2",
                              "testbed.eval_sizes=[3x3,4x4]"],
@@ -21,7 +21,7 @@ def _build(name: str):
     return build_testbed(load_config(None, [f"testbed.name={name}", *SMALL.get(name, [])]))
 
 
-@pytest.fixture(params=SHIPPED["testbed"])
+@pytest.fixture(params=shipped()["testbed"])
 def testbed(request):
     return _build(request.param)
 

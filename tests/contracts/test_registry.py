@@ -96,7 +96,7 @@ def test_third_party_plugins_register_through_entry_points(plugin_module, monkey
     registry = Registry("engineer")
     registry.register("fixed", "engineers.fixed:FixedEngineer", "engineers.fixed:FixedEngineerConfig", "d",
                       fits=("*",))
-    assert registry.names() == ["fixed", "newcomer"]
+    assert registry.names() == ["newcomer", "fixed"]  # registered at run time: after the entry points
     entry = registry.get("newcomer")
     assert entry.source == "newcomer-plugin" and entry.fits == ("buckets",)
     assert entry.load().__name__ == "Newcomer"
@@ -119,3 +119,83 @@ def test_missing_plugins_resolve_to_what_fits():
     assert reg.resolve_names("random", "spade_pool") == ("random", "spade_pool", "selfplay")
     config = load_config(None, ["engineer.name=spade", "engineer.corpus=none"])
     assert (config.testbed.name, config.trainer.name) == ("spade_pool", "selfplay")
+
+
+def test_shipped_plugins_are_this_distributions_entry_points_and_declare_the_rest_on_their_class():
+    for registry in (TESTBEDS, ENGINEERS, TRAINERS):
+        points = {p.name: p.value for p in reg.metadata.entry_points(group=registry.group)
+                  if reg._distribution(p) == reg.DISTRIBUTION}
+        assert registry.shipped() == sorted(points) and registry.names()[:len(points)] == sorted(points)
+        for name, target in points.items():
+            entry = registry.get(name)
+            assert (entry.source, entry.target) == (reg.DISTRIBUTION, target)
+            assert entry.config == reg._path(entry.load().config_class)
+    assert {e.name: dict(e.commands) for r in (TESTBEDS, ENGINEERS) for e in r.entries() if e.commands} == {
+        "mapf_frozenlake": {"mapf": "testbeds.mapf_frozenlake.cli:commands"},
+        "spade_pool": {"sandbox": "testbeds.spade.cli_sandbox:commands"},
+        "spade": {"spade": "engineers.spade.cli:commands"}}
+
+
+def test_finding_the_plugins_imports_no_heavy_dependency():
+    import subprocess
+    import sys
+
+    code = ("import sys; from curriculum.cli import app; from curriculum.config import load_config; "
+            "from curriculum.registry import ENGINEERS, TESTBEDS, TRAINERS; "
+            "load_config(None, ['engineer.name=spade']); "
+            "[e.load() and e.load_config() for r in (TESTBEDS, ENGINEERS, TRAINERS) for e in r.entries()]; "
+            "print(sorted(m for m in ('torch', 'transformers', 'trl', 'vllm') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+def _point(name, load, dist):
+    return SimpleNamespace(name=name, value=f"pkg:{name}", load=load, dist=SimpleNamespace(name=dist))
+
+
+def test_shipped_entry_points_come_first_by_name_and_keep_their_names(monkeypatch, plugin_module):
+    from engineers.fixed import FixedEngineer
+    from engineers.random import RandomEngineer
+
+    spec = {"target": f"{plugin_module}:Newcomer", "config": f"{plugin_module}:NewcomerConfig",
+            "description": "from a plugin package", "fits": ["buckets"]}
+    points = [_point("zeta", lambda: spec, "a-plugin"), _point("random", lambda: RandomEngineer, "curriculum"),
+              _point("fixed", lambda: spec, "a-plugin"), _point("fixed", lambda: FixedEngineer, "curriculum")]
+    monkeypatch.setattr(reg.metadata, "entry_points", lambda group: points if group == "curriculum.engineers" else [])
+    registry = Registry("engineer")
+    registry.register("early", f"{plugin_module}:Newcomer", f"{plugin_module}:NewcomerConfig", "d", fits=("*",))
+    assert registry.names() == ["fixed", "random", "zeta", "early"] and registry.shipped() == ["fixed", "random"]
+    assert registry.get("fixed").target == "engineers.fixed:FixedEngineer"
+    assert registry.get("zeta").source == "a-plugin"
+
+
+def test_no_plugin_of_a_kind_says_to_reinstall(monkeypatch):
+    monkeypatch.setattr(reg.metadata, "entry_points", lambda group: [])
+    with pytest.raises(PluginError, match="no trainer is registered.*Reinstall"):
+        Registry("trainer").names()
+
+
+def test_a_subclass_is_another_plugin_its_description_and_commands_are_its_own():
+    from testbeds.mapf_frozenlake.testbed import MAPFTestbed
+
+    class Variant(MAPFTestbed):
+        """A variant of the MAPF testbed."""
+
+    spec = reg.declared("testbed", Variant)
+    assert spec["description"] == "A variant of the MAPF testbed." and "commands" not in spec
+    assert (spec["tasks"], spec["default_trainer"]) == (MAPFTestbed.task_kinds, "grpo")  # what it fits is inherited
+
+
+def test_a_run_without_a_trainer_gets_its_testbeds_default_trainer_else_the_first_chosen_by_default():
+    assert [TESTBEDS.get(t).default_trainer for t in ("mapf_frozenlake", "reasoning_gym", "spade_pool")] == \
+        ["grpo", "grpo", "selfplay"]
+    assert TRAINERS.names()[0] == "endpoint" and not TRAINERS.get("endpoint").chosen_by_default
+    for default, expected in [(None, "grpo"), ("simulated", "simulated"), ("selfplay", "grpo")]:  # selfplay: no fit
+        TESTBEDS.register("elsewhere", "testbeds.mapf_frozenlake.testbed:MAPFTestbed",
+                          "testbeds.mapf_frozenlake.testbed:MAPFTestbedConfig", "test", offers="buckets",
+                          tasks=("prompt", "bucketed"), default_trainer=default)
+        try:
+            assert reg.resolve_names(None, "elsewhere") == ("random", "elsewhere", expected)
+        finally:
+            TESTBEDS.unregister("elsewhere")

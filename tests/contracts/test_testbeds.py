@@ -13,7 +13,7 @@ import pytest
 from curriculum.config import load_config
 from curriculum.core.types import Completion
 from curriculum.loop import build_testbed
-from curriculum.registry import SHIPPED, TESTBEDS
+from curriculum.registry import TESTBEDS, shipped
 
 
 # Settings that give each testbed a non-empty starting proposal to sample from.
@@ -24,7 +24,7 @@ def _build(name: str):
     return build_testbed(load_config(None, [f"testbed.name={name}", *NON_EMPTY.get(name, [])]))
 
 
-TESTBED_NAMES = [t.name for t in TESTBEDS.entries() if t.name in SHIPPED["testbed"] or t.source != "curriculum"]
+TESTBED_NAMES = [t.name for t in TESTBEDS.entries() if t.name in shipped()["testbed"] or t.source != "curriculum"]
 
 
 @pytest.fixture(params=TESTBED_NAMES)

@@ -36,13 +36,6 @@ ALLOWED: dict[str, str] = {
         "a benchmark script's main: its argument list, then each measurement in the order printed",
     "benchmarks/grpo_step.py::instrument":
         "one small timing patch per phase of a step, each a closure over the same timers",
-    # Split pending: the split each reads best as.
-    "curriculum/compare.py::summarize":
-        "split pending: the per-run rows, then the per-engineer summary",
-    "curriculum/compare.py::execute":
-        "split pending: planning the shared round-0 stems, then the two passes of runs",
-    "trainers/grpo.py::GRPOTrainerAdapter.train_round":
-        "split pending: the reward function given to TRL, then the trainer's set-up and step",
 }
 
 

@@ -285,6 +285,11 @@ def cached_supervised(model: Any, testbed: Testbed, config: SmallConfig) -> dict
 class SmallTrainer(Trainer):
     """Warm start, then GRPO rounds, of the small transformer (module docstring)."""
 
+    config_class = SmallConfig
+    trains_on = "mapf"
+    description = ("A small transformer (plain torch) trained by real GRPO on MAPF: engineer "
+                   "benchmarks in minutes.")
+
     def __init__(self, run_config: Any, testbed: Testbed, run_dir: Path | None = None) -> None:
         super().__init__(run_config, testbed, run_dir)
         self.config: SmallConfig = run_config.trainer
