@@ -335,7 +335,9 @@ def main() -> None:
     trainer = build_trainer(config, testbed)
     bf16 = trainer.bf16
     rate = matmul_rate(threads, bf16=bf16)
-    other_rate = matmul_rate(threads, bf16=not bf16)  # for a vLLM engine in the other precision
+    # A vLLM engine may run in the other precision: its rate too, measured before any engine starts.
+    # Only then: where bf16 is not native (AVX2) its reference GEMM takes minutes on one thread.
+    other_rate = matmul_rate(threads, bf16=not bf16) if "vllm" in engines and args.steps else None
     print(f"config {args.config.name}; torch {torch.__version__}, {threads} thread(s); "
           f"{'bf16' if bf16 else 'fp32'} GEMM floor rate {rate / 1e9:.0f} GFLOP/s")
     trainer.setup(None)
