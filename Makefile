@@ -15,7 +15,7 @@ export MALLOC_MMAP_THRESHOLD_ = 67108864
 export MALLOC_TRIM_THRESHOLD_ = 268435456
 export MALLOC_ARENA_MAX = 2
 
-.PHONY: install system-deps demo test test-all bench clean install-cpu-vllm test-cpu-vllm test-vllm-path
+.PHONY: install system-deps demo demo-control test test-all bench clean install-cpu-vllm test-cpu-vllm test-vllm-path
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -41,6 +41,11 @@ install: system-deps $(VENV)/.installed
 
 demo: install
 	$(VENV)/bin/curriculum run --config configs/mapf_cpu_demo.yaml
+
+# The demo's recipe beside its "no curriculum" control (fixed on the test distribution), one shared
+# warm start and round 0; ends with both final test scores and their paired difference.
+demo-control: install
+	$(VENV)/bin/curriculum compare --design configs/compare/mapf_cpu_demo_control.yaml --trainer grpo --out runs/demo_control
 
 test: install
 	$(PY) -m pytest -q -m "not real_model"

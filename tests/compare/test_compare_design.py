@@ -135,3 +135,28 @@ def test_cli_runs_a_design_and_warns_when_underpowered(tmp_path):
     res = runner.invoke(app, ["compare", "--design", str(path), "--trainer", "simulated", "--out",
                               str(tmp_path / "out"), "--pilot", str(tmp_path / "out")])
     assert res.exit_code != 0 and "--pilot sizes the MDE of --dry-run only" in res.output
+
+
+TRAINER_OF = {"mapf_cpu_powered.yaml": "grpo", "mapf_cpu_demo_control.yaml": "grpo",
+              "mapf_small_powered.yaml": "small", "mapf_small_checkpoint.yaml": "small"}
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in (REPO / "configs/compare").glob("*.yaml")))
+def test_every_shipped_design_resolves_and_meets_its_own_thresholds(name):
+    assert name in TRAINER_OF, f"configs/compare/{name}: say which trainer it is for in TRAINER_OF"
+    design = load_design(REPO / "configs/compare" / name)
+    spec = CompareSpec(engineers=list(design.arms), trainer=TRAINER_OF[name], design=design)
+    configs = run_configs(spec)
+    assert power_problems(spec, configs) == []
+    assert {arm for arm, _ in configs} == set(design.arms)
+
+
+def test_the_demo_control_trains_on_the_test_distribution_and_shares_round0():
+    design = load_design(REPO / "configs/compare/mapf_cpu_demo_control.yaml")
+    configs = run_configs(CompareSpec(engineers=list(design.arms), trainer="grpo", design=design))
+    demo, control = configs[("frontier", 0)], configs[("fixed", 0)]
+    assert control.engineer.name == "fixed" and demo.engineer.name == "frontier"
+    # Only the engineer differs, so both runs start from one round 0; its config is the test distribution.
+    assert demo.model_dump(exclude={"engineer", "run_name"}) == control.model_dump(exclude={"engineer", "run_name"})
+    trained = {s for s, p in control.testbed.initial_proposal.sizes.items() if p.data_ratio > 0}
+    assert trained == set(control.testbed.eval_sizes)
