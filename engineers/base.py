@@ -116,6 +116,13 @@ class Engineer(ABC):
         config section alone; default none."""
         return []
 
+    @classmethod
+    def trainer_problem(cls, config: BaseModel, trainer: type) -> str | None:
+        """Why this engineer, configured by ``config``, cannot work beside a ``trainer`` (its
+        class), or ``None``. Asked before a run opens its directory, so a misfit costs nothing
+        (e.g. asking the trained policy for text when that policy writes plans)."""
+        return None
+
     # -- hooks (do nothing by default) ----------------------------------------------------------
     def on_run_start(self, testbed: Testbed, initial_proposal: BaseModel) -> None:
         """Called once when a run starts or resumes."""

@@ -30,6 +30,10 @@ LogFn = Callable[[dict[str, Any]], None]
 class Trainer(ABC):
     """Base class for learners (GRPO through TRL, or a simulated learner)."""
 
+    writes_text: ClassVar[bool] = True
+    """Whether ``policy()`` answers chat prompts with free text (a language model), so that an
+    engineer may ask it for a proposal; the small and simulated learners answer their tasks only."""
+
     # What it declares for the registry (``curriculum.registry.CLASS_DECLARATIONS``); its name is
     # its entry point's (pyproject.toml, ``curriculum.trainers``).
     config_class: ClassVar[type[BaseModel]]

@@ -355,6 +355,8 @@ class SimulatedPolicy:
 class SimulatedTrainer(Trainer):
     """A simulated learner with the dynamics of the module docstring (not a model)."""
 
+    writes_text = False  # simulated answers to its tasks, no text
+
     config_class = SimulatedConfig
     trains_on = "bucketed"
     description = "A documented parametric learning-dynamics simulation (not a model) for fast benchmarks."

@@ -86,6 +86,14 @@ class CheckpointEngineer(Engineer):
         self.usable = int(state.get("usable", 0))
 
     # -- the engineer model -------------------------------------------------------------------------
+    @classmethod
+    def trainer_problem(cls, config: BaseModel, trainer: type) -> str | None:
+        if config.model in ("checkpoint", "base") and not getattr(trainer, "writes_text", True):
+            return (f"engineer.model={config.model} asks the trained policy for its next config, but the "
+                    f"{trainer.__name__} policy does not write text; set engineer.model=local (a frozen chat "
+                    "model, default the embedded SmolLM2-135M-Instruct) or engineer.model=endpoint")
+        return None
+
     def engineer_policy(self, ctx: DesignContext) -> Policy:
         """The model that answers, per ``config.model`` (raises ``EndpointError`` for endpoints)."""
         if self.config.model == "checkpoint":

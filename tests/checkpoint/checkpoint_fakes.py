@@ -45,6 +45,10 @@ class ScriptedCheckpointEngineer(CheckpointEngineer):
         super().__init__(config, run_dir=run_dir)
         self.fake = ScriptedPolicy(config.outputs)
 
+    @classmethod
+    def trainer_problem(cls, config, trainer):
+        return None  # its engineer model is the script, whatever the trainer's policy writes
+
     def engineer_policy(self, ctx: DesignContext) -> Policy:
         return self.fake
 

@@ -61,3 +61,14 @@ def test_local_without_a_loader_names_what_is_missing():
                         testbed=testbed, rng=np.random.default_rng(0))
     with pytest.raises(ValueError, match="engineer.model=local needs the trainer's chat_model"):
         engineer.engineer_policy(ctx)
+
+
+@pytest.mark.parametrize("trainer", ["small", "simulated"])
+def test_asking_a_policy_that_writes_no_text_is_refused_before_the_run_opens(trainer, tmp_path):
+    from curriculum.config import ConfigError
+
+    config = load_config(None, [f"trainer.name={trainer}", "testbed.name=mapf_frozenlake",
+                                "engineer.name=checkpoint", f"output_dir={tmp_path}", "run_name=r"])
+    with pytest.raises(ConfigError, match="engineer.model=checkpoint asks the trained policy .* set engineer.model=local"):
+        run(config)
+    assert not (tmp_path / "r").exists()  # refused before the run dir was made

@@ -285,6 +285,8 @@ def cached_supervised(model: Any, testbed: Testbed, config: SmallConfig) -> dict
 class SmallTrainer(Trainer):
     """Warm start, then GRPO rounds, of the small transformer (module docstring)."""
 
+    writes_text = False  # answers MAPF tasks with plans, not chat prompts
+
     config_class = SmallConfig
     trains_on = "mapf"
     description = ("A small transformer (plain torch) trained by real GRPO on MAPF: engineer "
