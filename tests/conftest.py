@@ -13,7 +13,8 @@ import pytest  # noqa: E402
 
 
 def save_tiny_llama(path: Path, *, hidden_size: int = 64, intermediate_size: int = 128,
-                    num_attention_heads: int = 4, num_key_value_heads: int = 2) -> Path:
+                    num_attention_heads: int = 4, num_key_value_heads: int = 2,
+                    max_position_embeddings: int = 2048) -> Path:
     """A 2-layer random-init Llama (seed 0) saved at ``path`` with the embedded model's tokenizer
     and chat template."""
     import torch
@@ -25,7 +26,7 @@ def save_tiny_llama(path: Path, *, hidden_size: int = 64, intermediate_size: int
     config = LlamaConfig(
         vocab_size=len(tokenizer), hidden_size=hidden_size, intermediate_size=intermediate_size,
         num_hidden_layers=2, num_attention_heads=num_attention_heads,
-        num_key_value_heads=num_key_value_heads, max_position_embeddings=2048,
+        num_key_value_heads=num_key_value_heads, max_position_embeddings=max_position_embeddings,
         bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id, tie_word_embeddings=True,
     )

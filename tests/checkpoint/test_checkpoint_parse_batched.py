@@ -22,10 +22,8 @@ def long_context_policy(tmp_path_factory, tiny_llama):
     from trainers.generation import GenerationConfig
     from trainers.models import ModelConfig
 
-    model_dir = tiny_llama(tmp_path_factory.mktemp("model"))
-    # The design prompt (~1,500 tokens) plus the answer budget exceed the tiny model's 2,048 positions.
-    config_path = model_dir / "config.json"
-    config_path.write_text(json.dumps({**json.loads(config_path.read_text()), "max_position_embeddings": 8192}))
+    # The design prompt (~1,500 tokens) plus the answer budget exceed the default 2,048 positions.
+    model_dir = tiny_llama(tmp_path_factory.mktemp("model"), max_position_embeddings=8192)
     return chat_policy(ModelConfig(name_or_path=str(model_dir)), GenerationConfig())
 
 

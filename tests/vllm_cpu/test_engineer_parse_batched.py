@@ -10,19 +10,15 @@ of n/n is below 1 and above 0.
 
 from __future__ import annotations
 
-import json
-
 
 def test_batched_constrained_answers_all_parse_and_differ(tmp_path, tiny_llama):
     from benchmarks.engineer_parse import batched_calls, summary_bulk
     from testbeds.mapf_frozenlake.testbed import MAPFTestbed
     from trainers.generation import GenerationConfig, VLLMPolicy
 
+    # The design prompt (~2,000 tokens) plus the answer budget exceed the default 2,048 positions.
     model_dir = tiny_llama(tmp_path / "model", hidden_size=128, intermediate_size=256,
-                           num_attention_heads=2, num_key_value_heads=1)
-    # The design prompt (~2,000 tokens) plus the answer budget exceed the tiny model's 2,048 positions.
-    config_path = model_dir / "config.json"
-    config_path.write_text(json.dumps({**json.loads(config_path.read_text()), "max_position_embeddings": 8192}))
+                           num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=8192)
     policy = VLLMPolicy(GenerationConfig(backend="vllm", vllm_dtype="float32", vllm_cpu_kv_cache_gib=1),
                         model_path=str(model_dir), max_model_len=8192)
     try:
