@@ -1,11 +1,14 @@
 """The one place where testbeds, engineers and trainers are found by name.
 
-**A plugin registers itself**: an entry point (``[project.entry-points."curriculum.engineers"]``
-in its distribution's ``pyproject.toml``; groups ``curriculum.testbeds``, ``curriculum.engineers``,
-``curriculum.trainers``) names its class, and **the entry point's name is the plugin's name**,
-written nowhere else the registry reads. The shipped plugins are entry points of this repository's
-own ``pyproject.toml``, found the same way as a plugin package's, so adding one touches no
-controller file. The class declares the rest on itself (``CLASS_DECLARATIONS``):
+**A plugin registers itself.** A plugin of this repository is a class in one of the packages
+``testbeds``, ``engineers`` or ``trainers`` (``PACKAGES``) that sets ``config_class`` in its body;
+the registry finds it by walking the package (``in_tree``), so adding one touches only its own
+file or folder. **Its name is written once**, as its config's ``name: Literal["mine"]``
+(``curriculum.core.config.PluginConfig`` fills the default from it). A plugin package from
+elsewhere registers by an entry point (``[project.entry-points."curriculum.engineers"]`` in its
+own ``pyproject.toml``; groups ``curriculum.testbeds``, ``curriculum.engineers``,
+``curriculum.trainers``) naming its class, and there **the entry point's name is the plugin's
+name**. The class declares the rest on itself (``CLASS_DECLARATIONS``):
 
 * ``config_class``: its pydantic config (the section users write in YAML);
 * what it **fits**, as data: a testbed its task ``task_kinds`` (its ``offers`` is its
@@ -21,21 +24,23 @@ controller file. The class declares the rest on itself (``CLASS_DECLARATIONS``):
       [project.entry-points."curriculum.engineers"]
       mine = "my_pkg.engineer:Mine"
 
-Discovery imports each plugin's module (never torch: plugin modules import their heavy
-dependencies where they use them), so ``curriculum list``, config validation and the fit checks
+Discovery imports each plugin's module (only modules whose source says ``config_class``; never
+torch: plugin modules import their heavy dependencies where they use them), so ``curriculum list``, config validation and the fit checks
 stay light. An entry point may instead name a **mapping** of ``register`` arguments in a light
 module, e.g. ``ENGINEER = {"target": "my_pkg.engineer:Mine", "config": "my_pkg.engineer:MineConfig",
 "description": "...", "fits": ["buckets"]}`` for ``mine = "my_pkg.plugin:ENGINEER"``; ``register``
 adds one at run time (tests).
 
-Order: the shipped plugins (this distribution's) first, then each other distribution's, each by
-name; a shipped name wins over another distribution's entry point of the same name. A run that
+Order: the shipped plugins (found in the packages) first, by name, then each other
+distribution's entry points, by distribution and name; a shipped name wins over another
+distribution's entry point of the same name, and this distribution's own entry points (the
+metadata of an install older than the search) are ignored. A run that
 names no engineer gets ``DEFAULT_ENGINEER``, no testbed the first that fits, no trainer its
 testbed's ``default_trainer`` or else the first that fits and is ``chosen_by_default``
 (``resolve_names``). Plugins that ``register`` adds come after the entry points. An entry point
 that cannot be loaded or declares too little is a ``PluginError`` naming it, its distribution and
-the fix; so is finding no plugin of a kind at all (an install whose metadata predates the entry
-points: reinstall).
+the fix; so are two classes in the packages that claim one name, and finding no plugin of a
+kind at all.
 
 ``check_fit(engineer, testbed, trainer)`` refuses an incompatible combination at config time,
 naming both sides and the plugins that would fit. ``Entry.load`` checks the class at first use
@@ -49,11 +54,14 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import importlib.util
 import inspect
+import pkgutil
 import typing
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 from curriculum.core.spaces import ANY, SPACE_KINDS, TASK_KINDS
@@ -172,7 +180,45 @@ def check_config(entry: Entry, cls: Any) -> None:
 
 
 DISTRIBUTION = "curriculum"
-"""The distribution whose entry points are the shipped plugins (``pyproject.toml``)."""
+"""The distribution whose packages hold the shipped plugins."""
+
+PACKAGES = {"testbed": "testbeds", "engineer": "engineers", "trainer": "trainers"}
+"""Kind → the package of this repository whose modules are searched for plugin classes."""
+
+
+def in_tree(kind: str) -> list[tuple[str, type]]:
+    """(name, class) of every plugin class in ``PACKAGES[kind]``, by name: a concrete subclass of the
+    kind's base that sets ``config_class`` in its own body, in a module whose source says
+    ``config_class`` (only those are imported, so helper modules that import torch stay unloaded).
+    Its name is its config's (``config_name``). PluginError for two classes that claim one name."""
+    package = importlib.import_module(PACKAGES[kind])
+    module_name, _, base_name = _BASES[kind].partition(":")
+    base = getattr(importlib.import_module(module_name), base_name)
+    found: dict[str, type] = {}
+    for info in pkgutil.walk_packages(package.__path__, f"{package.__name__}."):
+        spec = None if info.ispkg else importlib.util.find_spec(info.name)
+        if spec is None or not spec.origin or "config_class" not in Path(spec.origin).read_text(encoding="utf-8"):
+            continue
+        module = importlib.import_module(info.name)
+        for cls in vars(module).values():
+            if (inspect.isclass(cls) and cls.__module__ == module.__name__ and issubclass(cls, base)
+                    and "config_class" in vars(cls) and not inspect.isabstract(cls)):
+                name = config_name(cls.config_class, f"{kind} class {_path(cls)}")
+                if name in found:
+                    raise PluginError(f"{kind} {name!r} is claimed by {_path(found[name])} and by {_path(cls)}; "
+                                      "rename one config's name")
+                found[name] = cls
+    return sorted(found.items())
+
+
+def config_name(config: Any, where: str) -> str:
+    """A plugin's name, written once as its config's ``name: Literal["..."]``."""
+    field = getattr(config, "model_fields", {}).get("name")
+    default = getattr(field, "default", None)
+    if isinstance(default, str):
+        return default
+    raise PluginError(f"{where}: its config_class must declare its name, e.g. name: Literal[\"mine\"] "
+                      "(a PluginConfig subclass fills the default from it)")
 
 
 def _distribution(point: Any) -> str | None:
@@ -180,9 +226,8 @@ def _distribution(point: Any) -> str | None:
 
 
 def _ordered(points: Iterable[Any]) -> list[Any]:
-    """The registry's order: this distribution's entry points first, then each other
-    distribution's (by distribution), each by name."""
-    return sorted(points, key=lambda p: (_distribution(p) != DISTRIBUTION, _distribution(p) or "", p.name))
+    """Entry points in the registry's order: by distribution, then by name."""
+    return sorted(points, key=lambda p: (_distribution(p) or "", p.name))
 
 
 class Registry:
@@ -218,9 +263,12 @@ class Registry:
         if not self._discovered:
             self._discovered = True
             # Plugins registered at run time before the first use keep their names and come after
-            # the entry points, in the order they were registered.
+            # the discovered ones, in the order they were registered.
             early, self._entries = self._entries, {}
             try:
+                for name, cls in in_tree(self.kind):
+                    if name not in early:
+                        self._register_class(name, cls)
                 for point in _ordered(metadata.entry_points(group=self.group)):
                     if point.name not in early:
                         self._register_point(point)
@@ -228,14 +276,23 @@ class Registry:
                 self._entries |= early
         if not self._entries:
             raise PluginError(
-                f"no {self.kind} is registered: entry points of group {self.group} declare them, and the "
-                f"installed metadata of {DISTRIBUTION} has none (installed before its pyproject.toml declared "
-                "them?). Reinstall it: make install, or pip install -e .")
+                f"no {self.kind} is registered: none was found in the package {PACKAGES[self.kind]!r} and no "
+                f"installed distribution declares an entry point of group {self.group}")
+
+    def _register_class(self, name: str, cls: type) -> None:
+        where = f"{self.kind} class {_path(cls)} (in {PACKAGES[self.kind]})"
+        try:
+            self.register(name, source=DISTRIBUTION, **declared(self.kind, cls, where))
+        except (TypeError, ValueError) as err:
+            raise PluginError(f"{where}: {err}") from None
+        self._shipped.append(name)
 
     def _register_point(self, point: Any) -> None:
-        if point.name in self._entries:
-            return  # a shipped name wins; another distribution's entry point is ignored
         source = _distribution(point) or point.value
+        if point.name in self._entries or source == DISTRIBUTION:
+            # A shipped name wins over another distribution's entry point; this distribution's own
+            # entry points (metadata of an older install) name plugins already found in its packages.
+            return
         where = f"entry point {point.name} = {point.value!r} ({self.group}, from {source})"
         try:
             spec = point.load()
@@ -250,12 +307,10 @@ class Registry:
             self.register(point.name, source=source, **dict(spec))
         except (TypeError, ValueError) as err:
             raise PluginError(f"{where}: {err}") from None
-        if source == DISTRIBUTION:
-            self._shipped.append(point.name)
 
     def shipped(self) -> list[str]:
-        """The names this distribution's own entry points register (not a plugin package's, nor
-        one registered at run time)."""
+        """The names of the plugins found in this distribution's packages (not a plugin package's
+        entry points, nor one registered at run time)."""
         self._discover()
         return list(self._shipped)
 
@@ -349,7 +404,7 @@ ENGINEERS = Registry("engineer")
 TRAINERS = Registry("trainer")
 
 def shipped() -> dict[str, tuple[str, ...]]:
-    """Kind → the names this distribution's own entry points register (tests, entry points of
+    """Kind → the names of the plugins in this distribution's packages (tests, entry points of
     other distributions and ``register`` may add more)."""
     return {registry.kind: tuple(registry.shipped()) for registry in (TESTBEDS, ENGINEERS, TRAINERS)}
 

@@ -71,7 +71,7 @@ class Engineer(ABC):
     return value is used, and only the main process may write); otherwise on the main process only."""
 
     # What it declares for the registry (``curriculum.registry.CLASS_DECLARATIONS``); its name is
-    # its entry point's (pyproject.toml, ``curriculum.engineers``).
+    # its config's ``name: Literal[...]`` (or, from another package, its entry point's).
     config_class: ClassVar[type[BaseModel]]
     """The pydantic model of its config section (``engineer:`` in a run's config)."""
     fits: ClassVar[tuple[str, ...]]

@@ -25,7 +25,7 @@ from engineers.base import DesignContext, Engineer
 class FixedEngineerConfig(PluginConfig):
     """The fixed baseline has no knobs; the starting proposal is the testbed's ``initial_proposal``."""
 
-    name: Literal["fixed"] = "fixed"
+    name: Literal["fixed"]
     """Selects this engineer."""
 
 

@@ -34,7 +34,7 @@ from engineers.base import DesignContext, Engineer
 class FrontierEngineerConfig(PluginConfig):
     """Thresholds and step sizes of the frontier rules (see the module docstring)."""
 
-    name: Literal["frontier"] = "frontier"
+    name: Literal["frontier"]
     """Selects this engineer."""
     low: float = Field(0.2, ge=0.0, le=1.0)
     """Lower edge of the frontier band of success rates."""

@@ -41,7 +41,7 @@ from testbeds.buckets import Bucket, bucket_scores, bucket_train_stats, normalis
 class LearnabilityEngineerConfig(PluginConfig):
     """Smoothing, exploration floor and temperature of the learnability rule (module docstring)."""
 
-    name: Literal["learnability"] = "learnability"
+    name: Literal["learnability"]
     """Selects this engineer."""
     smoothing: float = Field(0.5, gt=0.0, le=1.0)
     """α: weight of the newest eval in the moving average of each bucket's success rate."""

@@ -56,7 +56,7 @@ ROUND_ATTR = "round"
 class OptunaEngineerConfig(PluginConfig):
     """Sampler, objective and parametrisation of the Optuna engineer."""
 
-    name: Literal["optuna"] = "optuna"
+    name: Literal["optuna"]
     """Selects this engineer."""
     sampler: Literal["tpe", "random", "cmaes", "gp", "qmc"] = "tpe"
     """Optuna sampler (``cmaes`` needs the ``cmaes`` package; ``gp`` and ``qmc`` need scipy)."""

@@ -48,7 +48,7 @@ from testbeds.buckets import Bucket, BucketSpace, bucket_scores, bucket_train_st
 class PLREngineerConfig(PluginConfig):
     """Prioritisation, staleness and mutation settings (module docstring)."""
 
-    name: Literal["plr"] = "plr"
+    name: Literal["plr"]
     """Selects this engineer."""
     temperature: float = Field(0.1, gt=0.0)
     """β: temperature of the rank prioritisation h(rank)^{1/β}."""

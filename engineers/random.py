@@ -19,7 +19,7 @@ from engineers.base import DesignContext, Engineer
 class RandomEngineerConfig(PluginConfig):
     """The random baseline has no knobs; its draws come from the run's seeded per-round RNG."""
 
-    name: Literal["random"] = "random"
+    name: Literal["random"]
     """Selects this engineer."""
 
 

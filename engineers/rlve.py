@@ -38,7 +38,7 @@ from testbeds.buckets import Bucket, bucket_train_stats, groups_of, space_of
 class RLVEEngineerConfig(PluginConfig):
     """Thresholds of the sliding window (module docstring; defaults: SPADE's ``sliding_window``)."""
 
-    name: Literal["rlve"] = "rlve"
+    name: Literal["rlve"]
     """Selects this engineer."""
     accuracy_threshold: float = Field(0.9, gt=0.0, le=1.0)
     """τ_acc: accuracy at the window's top level that slides the window up."""

@@ -58,7 +58,7 @@ class Testbed(ABC):
     task per pool entry instead and set this to ``False``."""
 
     # What it declares for the registry (``curriculum.registry.CLASS_DECLARATIONS``); its name is
-    # its entry point's (pyproject.toml, ``curriculum.testbeds``).
+    # its config's ``name: Literal[...]`` (or, from another package, its entry point's).
     config_class: ClassVar[type[BaseModel]]
     """The pydantic model of its config section (``testbed:`` in a run's config)."""
     task_kinds: ClassVar[tuple[str, ...]]

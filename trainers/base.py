@@ -35,7 +35,7 @@ class Trainer(ABC):
     engineer may ask it for a proposal; the small and simulated learners answer their tasks only."""
 
     # What it declares for the registry (``curriculum.registry.CLASS_DECLARATIONS``); its name is
-    # its entry point's (pyproject.toml, ``curriculum.trainers``).
+    # its config's ``name: Literal[...]`` (or, from another package, its entry point's).
     config_class: ClassVar[type[BaseModel]]
     """The pydantic model of its config section (``trainer:`` in a run's config)."""
     trains_on: ClassVar[str]

@@ -28,7 +28,7 @@ from trainers.base import LogFn, Trainer
 class EndpointTrainerConfig(PluginConfig):
     """Evaluate an external chat endpoint (no training; ``rounds: 0``)."""
 
-    name: Literal["endpoint"] = "endpoint"
+    name: Literal["endpoint"]
     """Selects this trainer."""
     endpoint: EndpointConfig = Field(default_factory=EndpointConfig)
     """Where the evaluated model answers (URL, model name, key variable, timeouts, retries)."""

@@ -57,7 +57,7 @@ from trainers.warmstart import WarmStartConfig
 class GRPOConfig(PluginConfig):
     """GRPO hyper-parameters (mapped onto ``trl.GRPOConfig``)."""
 
-    name: Literal["grpo"] = "grpo"
+    name: Literal["grpo"]
     """Selects this trainer."""
     learning_rate: float = Field(2e-6, gt=0.0, le=1.0)
     """AdamW learning rate (constant schedule; the paper uses 2e-6)."""

@@ -119,7 +119,7 @@ class SelfPlayConfig(GRPOConfig):
     with one optimizer update over every agent and designer row it produced.
     """
 
-    name: Literal["selfplay"] = "selfplay"  # type: ignore[assignment]
+    name: Literal["selfplay"]  # type: ignore[assignment]
     """Selects this trainer."""
     play: PlayConfig = Field(default_factory=PlayConfig)
     """Agent episodes: G, turn and token limits, temperature."""

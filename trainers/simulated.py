@@ -82,7 +82,7 @@ FAILURE_MODES: tuple[str, ...] = ("truncate", "skip", "drop_agent", "conflict", 
 class SimulatedConfig(PluginConfig):
     """Parameters of the simulated learner (equations in the module docstring)."""
 
-    name: Literal["simulated"] = "simulated"
+    name: Literal["simulated"]
     """Selects this trainer."""
     initial_competence: float = 1.5
     """c_0: competence of every size before training."""

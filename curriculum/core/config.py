@@ -7,6 +7,7 @@ Every config model forbids unknown keys and uses its fields' docstrings as descr
 from __future__ import annotations
 
 import difflib
+import typing
 from collections.abc import Callable
 from typing import Any
 
@@ -26,12 +27,24 @@ class StrictModel(BaseModel):
 class PluginConfig(StrictModel):
     """Base of a plugin's config section; ``name`` selects the plugin in its registry.
 
-    Plugins may use any pydantic model with a ``name`` field; inheriting from this one gives
-    the house defaults (unknown keys forbidden, field docstrings as descriptions).
+    A plugin writes its name once, as ``name: Literal["mine"]``: a subclass whose ``name`` is a
+    one-value ``Literal`` without a default gets that value as its default (so ``MineConfig()``
+    validates), and the registry takes a plugin's name from it. Plugins may use any pydantic model
+    with a ``name`` field; inheriting from this one gives the house defaults (unknown keys
+    forbidden, field docstrings as descriptions).
     """
 
     name: str
     """Registered name of the plugin."""
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        field = cls.model_fields["name"]
+        values = typing.get_args(field.annotation)
+        if typing.get_origin(field.annotation) is typing.Literal and len(values) == 1 and field.is_required():
+            field.default = values[0]
+            cls.model_rebuild(force=True)
 
 
 def format_errors(err: ValidationError, source: str, valid_keys: Callable[[list[str]], list[str]]) -> str:

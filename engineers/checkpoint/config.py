@@ -96,7 +96,7 @@ class ModuleSwitches(StrictModel):
 class CheckpointEngineerConfig(PluginConfig):
     """The policy (or a chosen model) redesigns the MAPF generator config each round."""
 
-    name: Literal["checkpoint"] = "checkpoint"
+    name: Literal["checkpoint"]
     """Selects this engineer."""
     context: Preset = "V6"
     """Context preset (Trainee-to-Trainer): V1=F, V2=F+G, V3=F+G+H, V4=V3 without the round-0 config in H,

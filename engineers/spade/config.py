@@ -222,7 +222,7 @@ class DiversityConfig(_Strict):
 class SpadeEngineerConfig(PluginConfig):
     """SPADE's environment designer (part 1: prompts, admission, corpus, memory, diversity)."""
 
-    name: Literal["spade"] = "spade"
+    name: Literal["spade"]
     """Selects this engineer."""
     setting: Literal["games", "tools"] = "games"
     """``games``: single-player text games with ``\\boxed{}`` answers; ``tools``: tool-use

@@ -21,8 +21,9 @@ from collections.abc import Sequence
 from typing import Annotated, Any, ClassVar, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
+from curriculum.core.config import PluginConfig
 from curriculum.core.presets import Preset
 from curriculum.core.spaces import BucketSpace
 from curriculum.core.types import Change, Completion, EvalReport, Policy, Task
@@ -40,12 +41,10 @@ from testbeds.mapf_frozenlake.validate import validate
 AgentCount = Annotated[int, Field(ge=1, le=8)]
 
 
-class MAPFTestbedConfig(BaseModel):
+class MAPFTestbedConfig(PluginConfig):
     """Settings of the MAPF-FrozenLake testbed (the ``testbed`` section of a run config)."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    name: Literal["mapf_frozenlake"] = "mapf_frozenlake"
+    name: Literal["mapf_frozenlake"]
     """Registry name."""
     train_agents: AgentCount | Annotated[list[AgentCount], Field(min_length=1)] = 2
     """Agents per training instance (the paper trains on 2), or a list of agent counts that

@@ -40,6 +40,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from curriculum.core.config import PluginConfig
 from curriculum.core.presets import Preset
 from curriculum.core.breakdown import EvalBreakdown, OutcomeCounts
 from curriculum.core.metrics import MetricKey, dump_metrics
@@ -73,12 +74,10 @@ class ReasoningGymProposal(BaseModel):
     """Bucket name → share."""
 
 
-class ReasoningGymTestbedConfig(BaseModel):
+class ReasoningGymTestbedConfig(PluginConfig):
     """Settings of the reasoning-gym testbed (the ``testbed`` section of a run config)."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
-
-    name: Literal["reasoning_gym"] = "reasoning_gym"
+    name: Literal["reasoning_gym"]
     """Registry name."""
     tasks: list[str] = Field(default_factory=lambda: list(SMALL_TASKS), min_length=1)
     """reasoning-gym dataset names that have a curriculum (``curriculum list`` cannot show them all;

@@ -57,7 +57,7 @@ class SpadeProposal(BaseModel):
 class SpadeTestbedConfig(PluginConfig):
     """SPADE pool testbed with held-out evaluation."""
 
-    name: Literal["spade_pool"] = "spade_pool"
+    name: Literal["spade_pool"]
     """Selects this testbed."""
     setting: Literal["games", "tools"] = "games"
     """Which held-out suite evaluates the policy."""

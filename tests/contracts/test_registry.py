@@ -1,4 +1,4 @@
-"""Plugin identity, conformance at registration, entry points, and what fits what."""
+"""Plugin identity, conformance at registration, discovery (in the tree, by entry point), and what fits what."""
 
 from __future__ import annotations
 
@@ -93,6 +93,7 @@ def test_third_party_plugins_register_through_entry_points(plugin_module, monkey
     point = SimpleNamespace(name="newcomer", value="newcomer_plugin:SPEC", load=lambda: spec,
                             dist=SimpleNamespace(name="newcomer-plugin"))
     monkeypatch.setattr(reg.metadata, "entry_points", lambda group: [point] if group == "curriculum.engineers" else [])
+    monkeypatch.setattr(reg, "in_tree", lambda kind: [])
     registry = Registry("engineer")
     registry.register("fixed", "engineers.fixed:FixedEngineer", "engineers.fixed:FixedEngineerConfig", "d",
                       fits=("*",))
@@ -121,19 +122,98 @@ def test_missing_plugins_resolve_to_what_fits():
     assert (config.testbed.name, config.trainer.name) == ("spade_pool", "selfplay")
 
 
-def test_shipped_plugins_are_this_distributions_entry_points_and_declare_the_rest_on_their_class():
+def test_shipped_plugins_are_the_plugin_classes_in_the_packages_named_by_their_config():
     for registry in (TESTBEDS, ENGINEERS, TRAINERS):
-        points = {p.name: p.value for p in reg.metadata.entry_points(group=registry.group)
-                  if reg._distribution(p) == reg.DISTRIBUTION}
-        assert registry.shipped() == sorted(points) and registry.names()[:len(points)] == sorted(points)
-        for name, target in points.items():
+        found = reg.in_tree(registry.kind)
+        assert registry.shipped() == [name for name, _ in found] == sorted(registry.shipped())
+        assert registry.names()[:len(found)] == registry.shipped()
+        for name, cls in found:
             entry = registry.get(name)
-            assert (entry.source, entry.target) == (reg.DISTRIBUTION, target)
-            assert entry.config == reg._path(entry.load().config_class)
+            assert (entry.source, entry.target) == (reg.DISTRIBUTION, reg._path(cls))
+            assert entry.config == reg._path(cls.config_class) and cls.config_class().name == name
+    assert reg.shipped() == {
+        "testbed": ("mapf_frozenlake", "reasoning_gym", "spade_pool"),
+        "engineer": ("checkpoint", "fixed", "frontier", "learnability", "optuna", "plr", "random", "rlve", "spade"),
+        "trainer": ("endpoint", "grpo", "selfplay", "simulated", "small")}
     assert {e.name: dict(e.commands) for r in (TESTBEDS, ENGINEERS) for e in r.entries() if e.commands} == {
         "mapf_frozenlake": {"mapf": "testbeds.mapf_frozenlake.cli:commands"},
         "spade_pool": {"sandbox": "testbeds.spade.cli_sandbox:commands"},
         "spade": {"spade": "engineers.spade.cli:commands"}}
+
+
+IN_TREE = textwrap.dedent('''
+    from typing import Literal
+    from curriculum.core.config import PluginConfig
+    from curriculum.core.records import Design
+    from engineers.base import Engineer
+
+    class DriftConfig(PluginConfig):
+        name: Literal["drift"]
+        """The name, written once."""
+        step: float = 0.1
+
+    class Drift(Engineer):
+        """Moves each share a little toward uniform."""
+        config_class = DriftConfig
+        fits = "buckets"
+
+        def design(self, ctx):
+            return Design(raw=ctx.proposal.model_dump(mode="json"))
+''')
+
+
+@pytest.fixture
+def drop_in(tmp_path, monkeypatch):
+    """A folder searched as part of the ``engineers`` package, as a new file of the tree would be."""
+    import sys
+
+    import engineers
+
+    folder = tmp_path / "engineers_extra"
+    folder.mkdir()
+    monkeypatch.setattr(engineers, "__path__", [*engineers.__path__, str(folder)])
+    yield folder
+    for module in [m for m in sys.modules if m.startswith("engineers.drift")]:
+        del sys.modules[module]
+
+
+def test_an_in_tree_plugin_is_one_file_found_by_the_registry_with_no_other_change(drop_in, tmp_path):
+    (drop_in / "drift.py").write_text(IN_TREE)
+    (drop_in / "drift_helpers.py").write_text("raise RuntimeError('a module without a plugin is not imported')\n")
+    registry = Registry("engineer")
+    assert "drift" in registry.shipped() and registry.names() == sorted(registry.names())
+    entry = registry.get("drift")
+    assert (entry.target, entry.config, entry.fits) == ("engineers.drift:Drift", "engineers.drift:DriftConfig", ("buckets",))
+    assert entry.description == "Moves each share a little toward uniform."
+    cls = entry.load()
+    assert entry.load_config()().model_dump() == {"name": "drift", "step": 0.1}
+    assert cls(entry.load_config()(step=0.2)).name == "drift"
+
+
+def test_two_plugin_classes_that_claim_one_name_are_refused(drop_in):
+    (drop_in / "drift.py").write_text(IN_TREE)
+    (drop_in / "drift_again.py").write_text(IN_TREE.replace("class Drift(", "class DriftAgain("))
+    with pytest.raises(PluginError, match="'drift' is claimed by engineers.drift:Drift and by engineers.drift_again:DriftAgain"):
+        reg.in_tree("engineer")
+
+
+def test_a_plugin_config_is_named_once_by_its_literal():
+    from typing import Literal
+
+    from curriculum.core.config import PluginConfig
+
+    class MineConfig(PluginConfig):
+        name: Literal["mine"]
+
+    assert MineConfig().name == "mine" and reg.config_name(MineConfig, "mine") == "mine"
+    with pytest.raises(ValueError, match="Input should be 'mine'"):
+        MineConfig(name="yours")
+
+    class Unnamed(PluginConfig):
+        pass
+
+    with pytest.raises(PluginError, match='must declare its name, e.g. name: Literal\\["mine"\\]'):
+        reg.config_name(Unnamed, "engineer class x:Unnamed")
 
 
 def test_finding_the_plugins_imports_no_heavy_dependency():
@@ -154,25 +234,29 @@ def _point(name, load, dist):
     return SimpleNamespace(name=name, value=f"pkg:{name}", load=load, dist=SimpleNamespace(name=dist))
 
 
-def test_shipped_entry_points_come_first_by_name_and_keep_their_names(monkeypatch, plugin_module):
+def test_in_tree_plugins_come_first_then_entry_points_by_distribution_and_name(monkeypatch, plugin_module):
     from engineers.fixed import FixedEngineer
     from engineers.random import RandomEngineer
 
     spec = {"target": f"{plugin_module}:Newcomer", "config": f"{plugin_module}:NewcomerConfig",
             "description": "from a plugin package", "fits": ["buckets"]}
-    points = [_point("zeta", lambda: spec, "a-plugin"), _point("random", lambda: RandomEngineer, "curriculum"),
-              _point("fixed", lambda: spec, "a-plugin"), _point("fixed", lambda: FixedEngineer, "curriculum")]
+    broken = _point("random", lambda: 1 / 0, "curriculum")  # an older install's own entry point: never loaded
+    points = [_point("zeta", lambda: spec, "b-plugin"), _point("alpha", lambda: spec, "c-plugin"), broken,
+              _point("fixed", lambda: spec, "a-plugin"), _point("beta", lambda: spec, "a-plugin")]
     monkeypatch.setattr(reg.metadata, "entry_points", lambda group: points if group == "curriculum.engineers" else [])
+    monkeypatch.setattr(reg, "in_tree", lambda kind: [("fixed", FixedEngineer), ("random", RandomEngineer)])
     registry = Registry("engineer")
     registry.register("early", f"{plugin_module}:Newcomer", f"{plugin_module}:NewcomerConfig", "d", fits=("*",))
-    assert registry.names() == ["fixed", "random", "zeta", "early"] and registry.shipped() == ["fixed", "random"]
-    assert registry.get("fixed").target == "engineers.fixed:FixedEngineer"
-    assert registry.get("zeta").source == "a-plugin"
+    assert registry.names() == ["fixed", "random", "beta", "zeta", "alpha", "early"]
+    assert registry.shipped() == ["fixed", "random"]
+    assert registry.get("fixed").target == "engineers.fixed:FixedEngineer"  # a shipped name wins
+    assert registry.get("zeta").source == "b-plugin"
 
 
-def test_no_plugin_of_a_kind_says_to_reinstall(monkeypatch):
+def test_no_plugin_of_a_kind_says_where_it_looked(monkeypatch):
     monkeypatch.setattr(reg.metadata, "entry_points", lambda group: [])
-    with pytest.raises(PluginError, match="no trainer is registered.*Reinstall"):
+    monkeypatch.setattr(reg, "in_tree", lambda kind: [])
+    with pytest.raises(PluginError, match="no trainer is registered: none was found in the package 'trainers' and no"):
         Registry("trainer").names()
 
 

@@ -76,7 +76,7 @@ class SmallWarmStartConfig(BaseModel):
 class SmallConfig(PluginConfig):
     """The small learner: network size, GRPO hyper-parameters, warm start."""
 
-    name: Literal["small"] = "small"
+    name: Literal["small"]
     """Selects this trainer."""
     d_model: int = Field(64, ge=8)
     """Width of the residual stream."""
