@@ -260,7 +260,9 @@ def main() -> None:
     eval_budget = testbed.eval_budget(config.testbed, config.generation.max_new_tokens)[1]
     budgets = {"eval": args.new_tokens or eval_budget, "grpo": args.new_tokens or config.trainer.max_completion_length}
     temps = {"eval": 0.0, "grpo": config.trainer.temperature}
-    max_len = max(len(p) for p in eval_ids + train_ids) + max(budgets.values(), default=0) + 8
+    # The engine's context must hold the greedy agreement's budget too, or vLLM stops early there.
+    longest = max([*budgets.values(), args.agreement_tokens or eval_budget])
+    max_len = max(len(p) for p in eval_ids + train_ids) + longest + 8
 
     rates = {False: matmul_rate(threads), True: matmul_rate(threads, bf16=True)}
     bandwidth = measure_cpu_bandwidth()

@@ -16,8 +16,9 @@ are scored on their one eval suite, labelled so) is summarised over seeds by its
 mean and 95% percentile-bootstrap interval; for every pair (a, b) the paired difference
 mean_s(final_a(s) − final_b(s)) gets a bootstrap interval too (``curriculum.stats``). Results go
 to ``OUT/compare.json``, a rich table (also saved as ``OUT/table.txt``) and PNG plots in
-``OUT/plots`` (``curriculum.report``). With the simulated trainer every output says that the
-numbers come from a simulation, not from a model.
+``OUT/plots`` (``curriculum.report``); the paths in ``compare.json`` are relative to ``OUT``.
+With the simulated trainer every output says that the numbers come from a simulation, not from a
+model.
 
 Per-engineer options: ``--set engineers.<name>.<key>=<value>`` applies only to that engineer's
 runs (e.g. ``engineers.optuna.sampler=random``); any other ``--set`` applies to all runs.
@@ -807,6 +808,23 @@ def _matrix(rows: list[list[float]], width: int) -> np.ndarray:
     return m
 
 
+def within(out: Path, data: dict[str, Any]) -> None:
+    """Rewrite ``data``'s paths (run dirs, shared round-0 runs, plots) relative to ``out``, the
+    directory ``compare.json`` lives in, so the file still reads right when the directory is moved
+    or committed; a path outside ``out`` stays as it is."""
+    def rel(path: str) -> str:
+        try:
+            return str(Path(path).resolve().relative_to(out.resolve()))
+        except ValueError:
+            return path
+
+    for row in data["runs"]:
+        for key in ("run_dir", "round0_from"):
+            if key in row:
+                row[key] = rel(row[key])
+    data["plots"] = [rel(p) for p in data.get("plots", [])]
+
+
 def summarize(spec: CompareSpec, summaries: dict[tuple[str, int], RunSummary],
               outcomes: list[RunOutcome], rounds: int,
               task_scores: dict[tuple[str, int], dict[str, float]] | None = None) -> dict[str, Any]:
@@ -1038,6 +1056,7 @@ def compare(spec: CompareSpec, progress: Any = None, warn: Callable[[str], None]
     data["underpowered"] = problems
     plots = draw_plots(data, summaries, out / "plots")
     data["plots"] = [str(p) for p in plots]
+    within(out, data)
     data["wall_s"] = round(time.perf_counter() - start, 2)
     write_json(out / "compare.json", data)
     table_text = table_text_of(data)

@@ -128,6 +128,16 @@ class RunConfig(StrictModel):
     def _trainer(cls, value: Any) -> BaseModel:
         return _plugin_section(TRAINERS, value)
 
+    @model_validator(mode="after")
+    def _engineer_fits_trainer(self) -> RunConfig:
+        """Refuse an engineer whose settings need something this trainer lacks (the checkpoint
+        engineer asking a policy that writes no text), so a dry run says what the run would."""
+        problem = ENGINEERS.get(self.engineer.name).load().trainer_problem(
+            self.engineer, TRAINERS.get(self.trainer.name).load())
+        if problem is not None:
+            raise ValueError(problem)
+        return self
+
     @field_validator("testbed", mode="before")
     @classmethod
     def _testbed(cls, value: Any) -> BaseModel:

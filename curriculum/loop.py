@@ -78,10 +78,6 @@ def run(config: RunConfig, *, resume: Path | None = None, reporter: QuietReporte
     """
     distributed.init()
     main = distributed.is_main()
-    problem = ENGINEERS.get(config.engineer.name).load().trainer_problem(
-        config.engineer, TRAINERS.get(config.trainer.name).load())
-    if problem is not None:
-        raise ConfigError(problem)
     reporter = (reporter or QuietReporter()) if main else QuietReporter()
     # The main process creates or checks the run dir; a refusal must stop every rank.
     opened, error, notes = None, None, []

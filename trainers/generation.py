@@ -208,6 +208,38 @@ def cpu_engine_environment(config: GenerationConfig) -> None:
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(config.vllm_cpu_kv_cache_gib))
 
 
+def engine_options(config: GenerationConfig) -> dict[str, Any]:
+    """``dtype`` and ``enforce_eager`` of a vLLM engine on this machine. ``vllm_enforce_eager:
+    auto`` is eager on the CPU build (compiling is most of its start-up there). ``vllm_dtype:
+    auto`` on the CPU build is bfloat16 where the CPU multiplies bf16 natively and float32 where
+    it does not (on an AVX2 CPU vLLM's bf16 decodes ~4x slower than its fp32 at 48 rows,
+    docs/results.md, "Decoding per engine"); on a GPU it is vLLM's own choice."""
+    cpu = vllm_build() == "cpu"
+    dtype = config.vllm_dtype
+    if dtype == "auto" and cpu:
+        from trainers.precision import native_bf16
+
+        dtype = "bfloat16" if native_bf16("cpu") else "float32"
+    eager = cpu if config.vllm_enforce_eager == "auto" else config.vllm_enforce_eager
+    return {"dtype": dtype, "enforce_eager": eager}
+
+
+@contextlib.contextmanager
+def colocated_engine_options(config: GenerationConfig) -> Any:
+    """While TRL's GRPO trainer is built, its colocated ``vllm.LLM`` gets ``engine_options``. TRL
+    builds that engine itself and passes neither ``dtype`` nor ``enforce_eager``, so on a CPU it
+    would compile for about a minute and, on a CPU without native bf16, run in bf16 at a quarter of
+    the fp32 speed; the engine class TRL's module holds is wrapped for the duration."""
+    from trl.generation import vllm_generation
+
+    original = vllm_generation.LLM
+    vllm_generation.LLM = functools.partial(original, **engine_options(config))
+    try:
+        yield
+    finally:
+        vllm_generation.LLM = original
+
+
 def start_vllm_engine(model_path: str, config: GenerationConfig, *, max_model_len: int | None = None,
                       seed: int = 0) -> Any:
     """A ``vllm.LLM`` over ``model_path`` on this machine's build (CUDA or CPU).
@@ -215,15 +247,13 @@ def start_vllm_engine(model_path: str, config: GenerationConfig, *, max_model_le
     On the CPU build the engine runs in this process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``: the
     weight push reaches the model directly, and 2 cores gain nothing from a second process), its
     key/value cache takes ``vllm_cpu_kv_cache_gib`` of host memory, it keeps torch's thread count
-    (``OMP_NUM_THREADS``), and ``enforce_eager`` skips
-    ``torch.compile`` unless ``vllm_enforce_eager`` says otherwise."""
+    (``OMP_NUM_THREADS``); its dtype and ``enforce_eager`` are ``engine_options``."""
     cpu = vllm_build() == "cpu"
     if cpu:
         cpu_engine_environment(config)
     from vllm import LLM  # optional dependency: the 'gpu' or 'cpu-vllm' extra
 
-    eager = cpu if config.vllm_enforce_eager == "auto" else config.vllm_enforce_eager
-    kwargs: dict[str, Any] = dict(model=model_path, dtype=config.vllm_dtype, enforce_eager=eager, seed=seed)
+    kwargs: dict[str, Any] = dict(model=model_path, seed=seed, **engine_options(config))
     if max_model_len is not None:
         kwargs["max_model_len"] = max_model_len
     if not cpu:

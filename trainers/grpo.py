@@ -44,6 +44,7 @@ from trainers.generation import (
     VLLMPolicy,
     VLLMServerPolicy,
     choose_backend,
+    colocated_engine_options,
     cpu_engine_environment,
     share_prompt_prefill,
     sync_colocated_through_reload,
@@ -455,17 +456,20 @@ class GRPOTrainerAdapter(Trainer):
         this adapter's model, tokenizer and optimizer, and its log records forwarded to ``log``."""
         from transformers import PrinterCallback
 
+        engine = contextlib.nullcontext()
         if self._use_vllm() and self.config.vllm_mode == "colocate" and vllm_build() == "cpu":
             cpu_engine_environment(self.run_config.generation)  # else vLLM's default cache size
-        trainer = grpo_trainer_class()(
-            model=self.model,
-            reward_funcs=[reward],
-            args=self._trl_args(len(dataset), seed),
-            train_dataset=dataset,
-            processing_class=self.tokenizer,
-            callbacks=[log_forwarder(log, round_index)],
-            optimizers=(self.optimizer, _constant_schedule(self.optimizer)) if self.optimizer else (None, None),
-        )
+            engine = colocated_engine_options(self.run_config.generation)  # eager, fp32 without native bf16
+        with engine:
+            trainer = grpo_trainer_class()(
+                model=self.model,
+                reward_funcs=[reward],
+                args=self._trl_args(len(dataset), seed),
+                train_dataset=dataset,
+                processing_class=self.tokenizer,
+                callbacks=[log_forwarder(log, round_index)],
+                optimizers=(self.optimizer, _constant_schedule(self.optimizer)) if self.optimizer else (None, None),
+            )
         trainer.skip_zero_advantage = self.config.skip_zero_advantage
         engine = getattr(trainer, "vllm_generation", None)
         if getattr(engine, "llm", None) is not None and vllm_build() == "cpu":

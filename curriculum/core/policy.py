@@ -98,8 +98,9 @@ class GenerationConfig(BaseModel):
     """vLLM without ``torch.compile`` / CUDA graphs: ``auto`` is eager on a CPU (compiling is most of
     the engine's start-up there) and compiled on a GPU."""
     vllm_dtype: Literal["auto", "bfloat16", "float32", "float16"] = "auto"
-    """Dtype of the vLLM engine's weights and activations (``auto``: vLLM's choice from the
-    checkpoint and the device; the CPU build runs bf16 on AVX512-BF16/AMX machines)."""
+    """Dtype of the vLLM engine's weights and activations. ``auto``: on the CPU build bf16 where
+    the CPU multiplies it natively (AVX512-BF16/AMX) and fp32 elsewhere (AVX2, where vLLM's bf16 is
+    ~4x slower); on a GPU vLLM's choice from the checkpoint."""
     vllm_cpu_kv_cache_gib: int = Field(2, ge=1, le=1024)
     """CPU build only: GiB of host memory for the engine's paged key/value cache
     (``VLLM_CPU_KVCACHE_SPACE``)."""

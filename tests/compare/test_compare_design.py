@@ -102,6 +102,9 @@ def test_primary_analysis_pooled_over_seeds_and_tasks_and_pilot(tmp_path):
     assert not result.failed
     data = json.loads((tmp_path / "out" / "compare.json").read_text())
     rows = {(r["engineer"], r["seed"]): r for r in data["runs"]}
+    for row in rows.values():  # paths relative to the compare dir, so it can be moved or committed
+        assert not Path(row["run_dir"]).is_absolute() and (tmp_path / "out" / row["run_dir"] / "config.yaml").is_file()
+    assert data["plots"] and all((tmp_path / "out" / p).is_file() for p in data["plots"])
     assert len(rows[("a", 0)]["task_scores"]) == 48  # every eval task (1 agent count x 8 sizes x 6), by id
     (primary,) = data["primary"]
     assert (primary["a"], primary["b"], primary["seeds"], primary["tasks"]) == ("a", "b", 2, 96)

@@ -62,3 +62,18 @@ def test_the_grpo_trainer_config_takes_auto(tiny_model_dir):
     assert cfg.trainer.bf16 == "auto"
     with pytest.raises(Exception, match="bf16"):
         load_config(None, ["trainer.name=grpo", "trainer.bf16=sometimes", "testbed.name=mapf_frozenlake"])
+
+
+@pytest.mark.parametrize(("build", "native", "setting", "dtype", "eager"), [
+    ("cpu", False, {}, "float32", True),          # AVX2: vLLM's bf16 is ~4x slower than its fp32
+    ("cpu", True, {}, "bfloat16", True),
+    ("cpu", False, {"vllm_dtype": "bfloat16", "vllm_enforce_eager": False}, "bfloat16", False),
+    ("cuda", False, {}, "auto", False),           # a GPU: vLLM's own choice, compiled
+])
+def test_vllm_engine_options_follow_the_machine(monkeypatch, build, native, setting, dtype, eager):
+    from curriculum.core.policy import GenerationConfig
+    from trainers import generation
+
+    monkeypatch.setattr(generation, "vllm_build", lambda: build)
+    monkeypatch.setattr(precision, "native_bf16", lambda device="cpu": native)
+    assert generation.engine_options(GenerationConfig(**setting)) == {"dtype": dtype, "enforce_eager": eager}

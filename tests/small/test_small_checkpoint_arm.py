@@ -64,11 +64,18 @@ def test_local_without_a_loader_names_what_is_missing():
 
 
 @pytest.mark.parametrize("trainer", ["small", "simulated"])
-def test_asking_a_policy_that_writes_no_text_is_refused_before_the_run_opens(trainer, tmp_path):
+def test_asking_a_policy_that_writes_no_text_is_refused_when_the_config_loads(trainer, tmp_path):
+    from typer.testing import CliRunner
+
+    from curriculum.cli import app
     from curriculum.config import ConfigError
 
-    config = load_config(None, [f"trainer.name={trainer}", "testbed.name=mapf_frozenlake",
-                                "engineer.name=checkpoint", f"output_dir={tmp_path}", "run_name=r"])
+    overrides = [f"trainer.name={trainer}", "testbed.name=mapf_frozenlake", "engineer.name=checkpoint",
+                 f"output_dir={tmp_path}", "run_name=r"]
     with pytest.raises(ConfigError, match="engineer.model=checkpoint asks the trained policy .* set engineer.model=local"):
-        run(config)
-    assert not (tmp_path / "r").exists()  # refused before the run dir was made
+        load_config(None, overrides)
+    out = CliRunner().invoke(app, ["run", "--engineer", "checkpoint", "--trainer", trainer, "--dry-run",
+                                   "--output-dir", str(tmp_path), "--run-name", "r"])
+    assert out.exit_code != 0 and "set engineer.model=local" in " ".join(out.output.split())  # a dry run says so too
+    assert not (tmp_path / "r").exists()
+    load_config(None, [*overrides, "engineer.model=local"])  # the way out it names is accepted

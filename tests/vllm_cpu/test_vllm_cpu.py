@@ -107,7 +107,11 @@ def test_grpo_step_through_trls_colocated_engine_syncs_weights(vllm_model_dir, t
         stale = engine_logprobs(engine.llm, ids)
         assert max(abs(a - b) for a, b in zip(stale, trained, strict=True)) > 0.05
         engine.sync_weights()
-        # TRL starts the engine at vLLM's `auto` dtype (bf16 on a bf16-capable CPU): bf16 rounding.
+        # TRL's engine starts with this machine's engine options (eager; bf16 only where native).
+        from trainers.precision import native_bf16
+
+        assert engine.llm.model_config.dtype == (torch.bfloat16 if native_bf16("cpu") else torch.float32)
+        assert engine.llm.model_config.enforce_eager
         tolerance = 2e-3 if engine.llm.model_config.dtype == torch.float32 else 3e-2
         assert engine_logprobs(engine.llm, ids) == pytest.approx(trained, abs=tolerance)
     finally:
