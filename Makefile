@@ -15,7 +15,7 @@ export MALLOC_MMAP_THRESHOLD_ = 67108864
 export MALLOC_TRIM_THRESHOLD_ = 268435456
 export MALLOC_ARENA_MAX = 2
 
-.PHONY: install system-deps demo demo-control test test-all bench clean install-cpu-vllm test-cpu-vllm test-vllm-path
+.PHONY: install system-deps demo demo-vllm demo-control test test-all bench clean install-cpu-vllm test-cpu-vllm test-vllm-path
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -41,6 +41,12 @@ install: system-deps $(VENV)/.installed
 
 demo: install
 	$(VENV)/bin/curriculum run --config configs/mapf_cpu_demo.yaml
+
+# The demo on the GPU's rollout path: vLLM's CPU build for every eval and (TRL's colocated engine,
+# weights pushed after each optimizer step) for the GRPO rollouts, in its own environment.
+demo-vllm: install-cpu-vllm
+	VLLM_ENABLE_V1_MULTIPROCESSING=0 $(VLLM_VENV)/bin/curriculum run --config configs/mapf_cpu_demo.yaml \
+		--set generation.backend=vllm --set trainer.use_vllm=true
 
 # The demo's recipe beside its "no curriculum" control (fixed on the test distribution), one shared
 # warm start and round 0; ends with both final test scores and their paired difference.
