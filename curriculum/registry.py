@@ -189,7 +189,8 @@ PACKAGES = {"testbed": "testbeds", "engineer": "engineers", "trainer": "trainers
 def in_tree(kind: str) -> list[tuple[str, type]]:
     """(name, class) of every plugin class in ``PACKAGES[kind]``, by name: a concrete subclass of the
     kind's base that sets ``config_class`` in its own body, in a module whose source says
-    ``config_class`` (only those are imported, so helper modules that import torch stay unloaded).
+    ``config_class`` (only those are imported, so modules without a plugin, which may import
+    torch, stay unloaded).
     Its name is its config's (``config_name``). PluginError for two classes that claim one name."""
     package = importlib.import_module(PACKAGES[kind])
     module_name, _, base_name = _BASES[kind].partition(":")
