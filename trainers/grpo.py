@@ -42,10 +42,12 @@ from trainers.bucket_stats import bucket_metrics
 from trainers.generation import (
     TransformersPolicy,
     VLLMPolicy,
+    EngineSlot,
     VLLMServerPolicy,
     choose_backend,
-    colocated_engine_options,
+    colocated_engine,
     cpu_engine_environment,
+    engine_options,
     share_prompt_prefill,
     sync_colocated_through_reload,
     vllm_build,
@@ -111,15 +113,19 @@ class GRPOConfig(PluginConfig):
     """Port of the ``trl vllm-serve`` server (server mode)."""
     vllm_gpu_memory_utilization: float = Field(0.3, gt=0.0, le=1.0)
     """GPU memory share of the colocated vLLM engine."""
-    vllm_importance_sampling: Literal["token_truncate", "token_mask", "sequence_truncate", "sequence_mask",
-                                      "off"] = "sequence_mask"
+    vllm_importance_sampling: Literal["auto", "token_truncate", "token_mask", "sequence_truncate",
+                                      "sequence_mask", "off"] = "auto"
     """Correction of the mismatch between the vLLM sampler's log-probs and the trainer's (TRL's
     ``vllm_importance_sampling_mode``): the loss of each token is multiplied by the ratio
     rho = exp(logp_trainer - logp_sampler), per token (``token_*``) or as one ratio per completion,
     the exp of the summed differences (``sequence_*``); ``*_truncate`` clips rho at
     ``vllm_importance_sampling_cap`` (and raises it to the floor), ``*_mask`` sets a rho outside
-    [floor, cap] to 0. ``off``: no
-    correction. Only used with ``use_vllm``."""
+    [floor, cap] to 0. ``off``: no correction, and no recomputation of the sampled tokens'
+    log-probs by the trainer (a no-grad forward over every completion of the step). ``auto``:
+    ``off`` where the sampler computes what the trainer does — vLLM's CPU build in float32 beside
+    a float32 trainer (measured on the demo: every ratio within 2e-4 of 1, while the recomputation
+    took 13.8 s of a 52.5 s step; docs/results.md) — and ``sequence_mask`` elsewhere (bf16 or a
+    GPU's kernels). Only used with ``use_vllm``."""
     vllm_importance_sampling_cap: float = Field(3.0, gt=1.0)
     """Upper bound C of the importance-sampling ratio (TRL's ``vllm_importance_sampling_clip_max``)."""
     vllm_importance_sampling_floor: float | None = Field(None, gt=0.0, lt=1.0)
@@ -246,6 +252,8 @@ class GRPOTrainerAdapter(Trainer):
         self.optimizer = None
         self._base_policy: Policy | None = None
         self._trl: Any = None
+        self._engine = EngineSlot()  # the run's one colocated vLLM engine on the CPU build
+        self._vllm_policy: VLLMPolicy | None = None
         self._warm_metrics: dict[str, float] = {}
         self.start_path = resolve_model_path(run_config.model.name_or_path)
 
@@ -362,6 +370,18 @@ class GRPOTrainerAdapter(Trainer):
             return vllm_available()
         return bool(self.config.use_vllm)
 
+    def importance_sampling(self) -> str:
+        """``trainer.vllm_importance_sampling`` decided for this run and machine: ``auto`` is
+        ``off`` when vLLM's CPU build samples in float32 (``engine_options``) for a float32 model
+        trained without bf16 autocast, so sampler and trainer compute the same numbers up to fp32
+        rounding; ``sequence_mask`` otherwise."""
+        mode = self.config.vllm_importance_sampling
+        if mode != "auto":
+            return mode
+        exact = (vllm_build() == "cpu" and not self.bf16 and self.run_config.model.dtype == "float32"
+                 and engine_options(self.run_config.generation)["dtype"] == "float32")
+        return "off" if exact else "sequence_mask"
+
     def _shared_trl_args(self, seed: int) -> dict[str, Any]:
         """``trl.GRPOConfig`` fields that do not depend on how a round is batched (the
         ``selfplay`` trainer builds its one-step batches on top of these)."""
@@ -388,9 +408,9 @@ class GRPOTrainerAdapter(Trainer):
             vllm_server_host=cfg.vllm_server_host,
             vllm_server_port=cfg.vllm_server_port,
             vllm_gpu_memory_utilization=cfg.vllm_gpu_memory_utilization,
-            vllm_importance_sampling_correction=cfg.vllm_importance_sampling != "off",
-            vllm_importance_sampling_mode=("sequence_mask" if cfg.vllm_importance_sampling == "off"
-                                           else cfg.vllm_importance_sampling),
+            vllm_importance_sampling_correction=self.importance_sampling() != "off",
+            vllm_importance_sampling_mode=("sequence_mask" if self.importance_sampling() == "off"
+                                           else self.importance_sampling()),
             vllm_importance_sampling_clip_max=cfg.vllm_importance_sampling_cap,
             vllm_importance_sampling_clip_min=cfg.vllm_importance_sampling_floor,
             report_to=list(cfg.report_to) or "none",
@@ -456,11 +476,7 @@ class GRPOTrainerAdapter(Trainer):
         this adapter's model, tokenizer and optimizer, and its log records forwarded to ``log``."""
         from transformers import PrinterCallback
 
-        engine = contextlib.nullcontext()
-        if self._use_vllm() and self.config.vllm_mode == "colocate" and vllm_build() == "cpu":
-            cpu_engine_environment(self.run_config.generation)  # else vLLM's default cache size
-            engine = colocated_engine_options(self.run_config.generation)  # eager, fp32 without native bf16
-        with engine:
+        with self._colocated_engine():
             trainer = grpo_trainer_class()(
                 model=self.model,
                 reward_funcs=[reward],
@@ -471,12 +487,30 @@ class GRPOTrainerAdapter(Trainer):
                 optimizers=(self.optimizer, _constant_schedule(self.optimizer)) if self.optimizer else (None, None),
             )
         trainer.skip_zero_advantage = self.config.skip_zero_advantage
-        engine = getattr(trainer, "vllm_generation", None)
-        if getattr(engine, "llm", None) is not None and vllm_build() == "cpu":
-            sync_colocated_through_reload(engine)  # the CPU build refuses TRL's per-tensor load
+        self._adopt_engine(trainer)
         # Progress and metrics go through our reporter and metrics.jsonl, not TRL's printer.
         trainer.remove_callback(PrinterCallback)
         return trainer
+
+    @contextlib.contextmanager
+    def _colocated_engine(self) -> Iterator[None]:
+        """Around building a TRL trainer: with colocated vLLM, the trainer gets the run's one engine
+        (``EngineSlot``: started by the first eval or the first trainer, reused by every later one);
+        on the CPU build that engine starts under ``cpu_engine_environment`` with ``engine_options``."""
+        if not (self._use_vllm() and self.config.vllm_mode == "colocate"):
+            yield
+            return
+        if vllm_build() == "cpu":
+            cpu_engine_environment(self.run_config.generation)  # else vLLM's default cache size
+        with colocated_engine(self.run_config.generation, self._engine):
+            yield
+
+    def _adopt_engine(self, trainer: Any) -> None:
+        """A new TRL trainer's colocated engine on the CPU build takes weights through
+        ``reload_weights`` (``sync_colocated_through_reload``)."""
+        engine = getattr(trainer, "vllm_generation", None)
+        if getattr(engine, "llm", None) is not None and vllm_build() == "cpu":
+            sync_colocated_through_reload(engine)  # the CPU build refuses TRL's per-tensor load
 
     # -- generation -------------------------------------------------------------------------------
     def policy(self) -> Policy:
@@ -492,9 +526,11 @@ class GRPOTrainerAdapter(Trainer):
                 return VLLMServerPolicy(engine.vllm_client, self.tokenizer, gen)
         if choose_backend(gen) == "vllm":
             # One engine per run: started on the first eval, then handed the weights of each
-            # optimizer step's result (``push_weights``) instead of restarting (minutes on a CPU).
-            if getattr(self, "_vllm_policy", None) is None:
+            # optimizer step's result (``push_weights``) instead of restarting (minutes on a CPU);
+            # TRL's colocated trainers of later rounds reuse it (``EngineSlot``).
+            if self._vllm_policy is None:
                 self._vllm_policy = VLLMPolicy(gen, model_path=self._export_for_vllm(), tokenizer=self.tokenizer)
+                self._engine.llm = self._vllm_policy.llm
             else:
                 self._vllm_policy.push_weights(self.model)
             return self._vllm_policy

@@ -689,8 +689,10 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
         n = len(local)
         accum = next(a for a in range(math.ceil(n / cfg.micro_batch_size), n + 1) if n % a == 0)
         args = TRLConfig(
-            # SPADE's correction is per token, capped at its own is_cap: it overrides the shared IS settings
-            **{**self._shared_trl_args(seed), "logging_steps": 1,
+            # SPADE's correction is per token, capped at its own is_cap, and always on: it weights the
+            # delayed designer rows (off-policy by design), not only the sampler's numerics, so it
+            # overrides the shared IS settings (``_importance_weights`` leaves it to TRL with vLLM).
+            **{**self._shared_trl_args(seed), "logging_steps": 1, "vllm_importance_sampling_correction": True,
                "vllm_importance_sampling_mode": "token_truncate", "vllm_importance_sampling_clip_max": cfg.is_cap},
             per_device_train_batch_size=n // accum, gradient_accumulation_steps=accum,
             num_generations=n * distributed.world_size(), max_steps=1, scale_rewards="none",
@@ -711,12 +713,14 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
         def spade_reward(prompts: list, completions: list, spade_reward: list, **_: Any) -> list[float]:
             return [float(v) for v in spade_reward]
 
-        trainer = _SpadeGRPO(
-            rows=local, model=self.model, reward_funcs=[spade_reward], args=args,
-            train_dataset=Dataset.from_list([{"prompt": "spade rollout step"}]),
-            processing_class=self.tokenizer, callbacks=[log_forwarder(log, round_index)], rollout_func=rollout,
-            optimizers=(self.optimizer, _constant_schedule(self.optimizer)) if self.optimizer else (None, None),
-        )
+        with self._colocated_engine():  # one engine for every step's trainer
+            trainer = _SpadeGRPO(
+                rows=local, model=self.model, reward_funcs=[spade_reward], args=args,
+                train_dataset=Dataset.from_list([{"prompt": "spade rollout step"}]),
+                processing_class=self.tokenizer, callbacks=[log_forwarder(log, round_index)], rollout_func=rollout,
+                optimizers=(self.optimizer, _constant_schedule(self.optimizer)) if self.optimizer else (None, None),
+            )
+        self._adopt_engine(trainer)
         trainer.remove_callback(PrinterCallback)
         result = trainer.train()
         self.model = trainer.accelerator.unwrap_model(trainer.model)

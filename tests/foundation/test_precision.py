@@ -77,3 +77,32 @@ def test_vllm_engine_options_follow_the_machine(monkeypatch, build, native, sett
     monkeypatch.setattr(generation, "vllm_build", lambda: build)
     monkeypatch.setattr(precision, "native_bf16", lambda device="cpu": native)
     assert generation.engine_options(GenerationConfig(**setting)) == {"dtype": dtype, "enforce_eager": eager}
+
+
+@pytest.mark.parametrize(("build", "native", "sets", "mode"), [
+    ("cpu", False, [], "off"),                                          # fp32 engine, fp32 trainer: same numbers
+    ("cpu", True, [], "sequence_mask"),                                 # bf16 engine and autocast
+    ("cpu", False, ["generation.vllm_dtype=bfloat16"], "sequence_mask"),
+    ("cpu", False, ["model.dtype=bfloat16"], "sequence_mask"),
+    ("cuda", False, [], "sequence_mask"),                               # a GPU's kernels: not measured exact
+    ("cpu", False, ["trainer.vllm_importance_sampling=token_truncate"], "token_truncate"),  # a choice stays
+])
+def test_importance_sampling_auto_is_off_only_where_sampler_and_trainer_compute_alike(
+        monkeypatch, tiny_model_dir, tmp_path, build, native, sets, mode):
+    from curriculum.config import load_config
+    from curriculum.loop import build_testbed, build_trainer
+    from trainers import generation, grpo
+
+    for module in (generation, grpo):
+        monkeypatch.setattr(module, "vllm_build", lambda: build)
+    monkeypatch.setattr(precision, "native_bf16", lambda device="cpu": native)
+    monkeypatch.setattr(grpo, "_cuda", lambda: False)
+    config = load_config(None, ["trainer.name=grpo", "trainer.bf16=auto", f"model.name_or_path={tiny_model_dir}",
+                                "testbed.name=mapf_frozenlake", f"output_dir={tmp_path}", *sets])
+    trainer = build_trainer(config, build_testbed(config))
+    try:
+        assert trainer.importance_sampling() == mode
+        args = trainer._shared_trl_args(seed=0)
+        assert args["vllm_importance_sampling_correction"] == (mode != "off")
+    finally:
+        trainer.close()

@@ -116,3 +116,52 @@ def test_grpo_step_through_trls_colocated_engine_syncs_weights(vllm_model_dir, t
         assert engine_logprobs(engine.llm, ids) == pytest.approx(trained, abs=tolerance)
     finally:
         trainer.close()
+
+
+def test_one_engine_serves_every_eval_and_every_rounds_trainer(vllm_model_dir, tmp_path):
+    """A run starts one vLLM engine: the first eval's (``generation.backend: vllm``) is the engine
+    TRL's colocated trainer samples round 0 and round 1 with, and the evals after them read it too;
+    each round's trainer still syncs its weights into it before sampling. On this machine's fp32
+    engine beside an fp32 trainer, ``vllm_importance_sampling: auto`` turns TRL's correction off."""
+    import gc
+
+    import numpy as np
+    import torch
+
+    from curriculum.config import load_config
+    from curriculum.loop import build_testbed, build_trainer
+    from trainers.precision import native_bf16
+
+    config = load_config(None, tiny_overrides_for_vllm(vllm_model_dir, tmp_path))
+    testbed = build_testbed(config)
+    trainer = build_trainer(config, testbed)
+    trainer.setup(None)
+    try:
+        tasks = testbed.sample(testbed.initial_proposal(np.random.default_rng(0)), 2, seed=0)
+        first = trainer.policy()  # the baseline eval starts the run's engine
+        first.generate(tasks[:1], max_new_tokens=4)
+        engines = []
+        for round_index in range(2):
+            trainer.train_round(tasks, round_index=round_index, seed=round_index)
+            engines.append(trainer._trl.vllm_generation.llm)
+            assert trainer._trl.vllm_generation.syncs_through_reload
+            with torch.no_grad():  # an update the next sync must carry
+                for p in trainer.model.parameters():
+                    p.add_(0.01)
+            assert trainer.policy().llm is first.llm
+        assert engines[0] is first.llm and engines[1] is first.llm
+        ids = trainer.tokenizer("A fixed continuation to score.", add_special_tokens=False)["input_ids"]
+        tolerance = 2e-3 if first.llm.model_config.dtype == torch.float32 else 3e-2
+        assert engine_logprobs(first.llm, ids) == pytest.approx(model_logprobs(trainer.model, ids), abs=tolerance)
+        assert trainer._trl.vllm_importance_sampling_correction == native_bf16("cpu")
+    finally:
+        trainer.close()
+        trainer._trl = trainer._vllm_policy = trainer._engine.llm = None
+        gc.collect()
+
+
+def tiny_overrides_for_vllm(model_dir, out):
+    from tests.foundation.test_loop import tiny_overrides
+
+    return tiny_overrides(model_dir, out, **{"trainer.use_vllm": "true", "trainer.max_steps_per_round": 1,
+                                             "generation.backend": "vllm", "generation.vllm_cpu_kv_cache_gib": 1})
