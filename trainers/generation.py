@@ -8,9 +8,12 @@
   (after optimizer steps), so an engine starts once per run, not once per eval.
 
 ``choose_backend`` / ``describe_backend`` say which engine a run uses and why: ``auto`` takes vLLM
-only on a GPU (on a CPU the vLLM build is opt-in, ``generation.backend: vllm``: measured in
-docs/results.md, "Decoding per engine", it decodes faster but in bf16, so its greedy tokens differ
-from the fp32 trainer's, and its engine start-up costs minutes on a 2-core machine).
+only on a GPU; on a CPU the vLLM build is opt-in (``generation.backend: vllm``, its own environment:
+``make install-cpu-vllm``). Measured in docs/results.md, "Decoding per engine": on an AVX2 CPU it
+decodes in fp32, the same greedy tokens as transformers and 1.2-3.6x faster at 16-48 rows; where
+the CPU multiplies bf16 natively it decodes in bf16, whose greedy tokens differ from the trainer's
+on some prompts. A run starts one engine (``EngineSlot``), shared by its evals and by TRL's
+colocated GRPO trainers of every round.
 
 ``share_prompt_prefill(model)`` makes the transformers path compute each distinct prompt once:
 GRPO samples ``num_generations`` completions per prompt, and ``model.generate`` would otherwise run

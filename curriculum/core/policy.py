@@ -148,8 +148,9 @@ def describe_backend(config: GenerationConfig) -> tuple[str, str]:
         return "vllm", "generation.backend=auto: vLLM and a GPU are present"
     if build == "cpu":
         return "transformers", ("generation.backend=auto takes vLLM only on a GPU; the CPU build is installed "
-                                "but opt-in (set generation.backend=vllm): it decodes in bf16, not the "
-                                "trainer's fp32, and starts in minutes (docs/scaling.md)")
+                                "but opt-in (set generation.backend=vllm, and trainer.use_vllm=true for GRPO "
+                                "rollouts): on an AVX2 CPU it decodes in fp32, the trainer's tokens, 1.2-3.6x "
+                                "faster; where bf16 is native, in bf16 (docs/scaling.md)")
     return "transformers", "generation.backend=auto: no vLLM with a GPU here"
 
 
