@@ -228,7 +228,7 @@ def engine_options(config: GenerationConfig) -> dict[str, Any]:
 
 
 class EngineSlot:
-    """The one vLLM engine of a run on the CPU build, whoever starts it: the first eval
+    """The one vLLM engine of a run (colocated), whoever starts it: the first eval
     (``VLLMPolicy``) or the first round's TRL trainer (``colocated_engine``). Every later round's
     TRL trainer and every eval reuse it instead of starting another (each start costs 7-23 s and
     ``vllm_cpu_kv_cache_gib`` of host memory, and the earlier engines were not freed: measured 16.7

@@ -40,9 +40,9 @@ from testbeds.base import Testbed
 from trainers.base import LogFn, Trainer
 from trainers.bucket_stats import bucket_metrics
 from trainers.generation import (
+    EngineSlot,
     TransformersPolicy,
     VLLMPolicy,
-    EngineSlot,
     VLLMServerPolicy,
     choose_backend,
     colocated_engine,
@@ -252,7 +252,7 @@ class GRPOTrainerAdapter(Trainer):
         self.optimizer = None
         self._base_policy: Policy | None = None
         self._trl: Any = None
-        self._engine = EngineSlot()  # the run's one colocated vLLM engine on the CPU build
+        self._engine = EngineSlot()  # the run's one vLLM engine, shared by evals and TRL's trainers
         self._vllm_policy: VLLMPolicy | None = None
         self._warm_metrics: dict[str, float] = {}
         self.start_path = resolve_model_path(run_config.model.name_or_path)
@@ -389,6 +389,7 @@ class GRPOTrainerAdapter(Trainer):
         if self.run_dir is not None and "tensorboard" in cfg.report_to:
             # transformers 5 reads the TensorBoard directory from the environment only.
             os.environ.setdefault("TENSORBOARD_LOGGING_DIR", str(self.run_dir / "tensorboard"))
+        importance_sampling = self.importance_sampling()
         return dict(
             output_dir=str(self._scratch),
             learning_rate=cfg.learning_rate,
@@ -408,9 +409,8 @@ class GRPOTrainerAdapter(Trainer):
             vllm_server_host=cfg.vllm_server_host,
             vllm_server_port=cfg.vllm_server_port,
             vllm_gpu_memory_utilization=cfg.vllm_gpu_memory_utilization,
-            vllm_importance_sampling_correction=self.importance_sampling() != "off",
-            vllm_importance_sampling_mode=("sequence_mask" if self.importance_sampling() == "off"
-                                           else self.importance_sampling()),
+            vllm_importance_sampling_correction=importance_sampling != "off",
+            vllm_importance_sampling_mode="sequence_mask" if importance_sampling == "off" else importance_sampling,
             vllm_importance_sampling_clip_max=cfg.vllm_importance_sampling_cap,
             vllm_importance_sampling_clip_min=cfg.vllm_importance_sampling_floor,
             report_to=list(cfg.report_to) or "none",
