@@ -254,6 +254,7 @@ def colocated_engine(config: GenerationConfig, slot: EngineSlot) -> Any:
 
     def engine(*args: Any, **kwargs: Any) -> Any:
         if slot.llm is None:
+            single_process_rendezvous_port()
             kwargs.update(engine_options(config))
             kwargs["max_num_seqs"] = max(kwargs.get("max_num_seqs") or 0, config.batch_size)
             slot.llm = original(*args, **kwargs)
@@ -264,6 +265,27 @@ def colocated_engine(config: GenerationConfig, slot: EngineSlot) -> Any:
         yield
     finally:
         vllm_generation.LLM = original
+
+
+def single_process_rendezvous_port() -> None:
+    """Give a one-process run's colocated engine a port of its own for its rendezvous.
+
+    TRL's colocated engine meets its one rank through ``MASTER_PORT``, which TRL sets to the first
+    free port of a fixed list (29500 first) when unset. Two runs that start their engines at once on
+    one machine both find 29500 free and the second dies with ``EADDRINUSE``. Where this process is
+    the whole job (no process group, ``WORLD_SIZE`` 1) the port serves nothing else, so it is taken
+    from the kernel's ephemeral range instead, which hands concurrent callers distinct ports. A
+    multi-process launch keeps its launcher's port."""
+    import os
+    import socket
+
+    import torch.distributed as dist
+
+    if (dist.is_available() and dist.is_initialized()) or os.environ.get("WORLD_SIZE", "1") != "1":
+        return
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        os.environ["MASTER_PORT"] = str(probe.getsockname()[1])
 
 
 def start_vllm_engine(model_path: str, config: GenerationConfig, *, max_model_len: int | None = None,
