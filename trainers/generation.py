@@ -29,6 +29,8 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
+import os
+import socket
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -200,8 +202,6 @@ def cpu_engine_environment(config: GenerationConfig) -> None:
     """The process environment a vLLM CPU engine reads at start-up (each set only when unset):
     the engine in this process, torch's thread count kept, ``vllm_cpu_kv_cache_gib`` of cache.
     Also what TRL's colocated engine starts under (``trainer.use_vllm``)."""
-    import os
-
     import torch
 
     os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
@@ -276,9 +276,6 @@ def single_process_rendezvous_port() -> None:
     the whole job (no process group, ``WORLD_SIZE`` 1) the port serves nothing else, so it is taken
     from the kernel's ephemeral range instead, which hands concurrent callers distinct ports. A
     multi-process launch keeps its launcher's port."""
-    import os
-    import socket
-
     import torch.distributed as dist
 
     if (dist.is_available() and dist.is_initialized()) or os.environ.get("WORLD_SIZE", "1") != "1":
@@ -322,8 +319,6 @@ def push_weights(llm: Any, model: Any, model_path: str) -> None:
     (``VLLM_ENABLE_V1_MULTIPROCESSING=0``, the CPU default here) takes the tensors themselves; an
     engine in worker processes reads them from ``model_path``, written first as safetensors.
     Cached prompt prefixes were computed with the old weights, so the prefix cache is emptied."""
-    import os
-
     if hasattr(model, "get_base_model"):
         raise ValueError("push_weights takes full weights; merge the LoRA adapters first (merge_and_unload)")
     if os.environ.get("VLLM_ENABLE_V1_MULTIPROCESSING") == "0":
