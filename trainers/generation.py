@@ -274,8 +274,10 @@ def single_process_rendezvous_port() -> None:
     free port of a fixed list (29500 first) when unset. Two runs that start their engines at once on
     one machine both find 29500 free and the second dies with ``EADDRINUSE``. Where this process is
     the whole job (no process group, ``WORLD_SIZE`` 1) the port serves nothing else, so it is taken
-    from the kernel's ephemeral range instead, which hands concurrent callers distinct ports. A
-    multi-process launch keeps its launcher's port."""
+    from the kernel's ephemeral range instead: free when chosen, and drawn at random per call, so
+    two runs starting at once almost never draw the same one (the port is released between this
+    probe and the engine's bind, so it is not a reservation). A multi-process launch keeps its
+    launcher's port."""
     import torch.distributed as dist
 
     if (dist.is_available() and dist.is_initialized()) or os.environ.get("WORLD_SIZE", "1") != "1":
