@@ -268,11 +268,11 @@ def steps_per_run(config: RunConfig) -> int | None:
 
 
 def scored_tasks(config: RunConfig) -> int | None:
-    """Tasks a run is scored on: the testbed's ``test_budget`` (a held-out test suite) when it
-    declares one, else its ``eval_budget``; ``None`` when the testbed cannot count them."""
+    """Tasks a run is scored on: the prompts of the testbed's ``test`` suite (``eval_budget``; the
+    validation suite's size on testbeds without a test suite of their own); ``None`` when the
+    testbed cannot count them."""
     cls = TESTBEDS.get(config.testbed.name).load()
-    budget = getattr(cls, "test_budget", None) or cls.eval_budget
-    prompts, _ = budget(config.testbed, config.generation.max_new_tokens)
+    prompts, _ = cls.eval_budget(config.testbed, config.generation.max_new_tokens, suite="test")
     return prompts or None
 
 

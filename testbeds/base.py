@@ -127,9 +127,11 @@ class Testbed(ABC):
         return json.dumps(task.messages, sort_keys=True)
 
     @classmethod
-    def eval_budget(cls, config: BaseModel, default_max_new_tokens: int) -> tuple[int, int]:
-        """(prompts, new tokens per prompt) one ``evaluate`` call generates, from the config alone
-        (``--dry-run``'s time estimate); (0, 0) when unknown."""
+    def eval_budget(cls, config: BaseModel, default_max_new_tokens: int,
+                    suite: str = "validation") -> tuple[int, int]:
+        """(prompts, new tokens per prompt) one ``evaluate`` call on ``suite`` generates, from the
+        config alone (``--dry-run``'s time estimate, ``compare``'s count of scored tasks); (0, 0)
+        when unknown."""
         return 0, 0
 
     presets: ClassVar[tuple[Preset, ...]] = ()

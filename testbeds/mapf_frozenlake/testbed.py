@@ -332,8 +332,10 @@ class MAPFTestbed(Testbed):
         "small": "configs/mapf_small.yaml"}
 
     @classmethod
-    def eval_budget(cls, config: BaseModel, default_max_new_tokens: int) -> tuple[int, int]:
-        prompts = len(config.eval_agents) * config.eval_instances_per_size * len(config.eval_sizes)
+    def eval_budget(cls, config: BaseModel, default_max_new_tokens: int,
+                    suite: str = "validation") -> tuple[int, int]:
+        per_size = (config.test_instances_per_size if suite == "test" else None) or config.eval_instances_per_size
+        prompts = len(config.eval_agents) * per_size * len(config.eval_sizes)
         return prompts, config.eval_max_new_tokens or default_max_new_tokens
 
     def evaluate(self, policy: Policy, *, seed: int = 0, suite: str = "validation") -> EvalReport:

@@ -326,7 +326,8 @@ class ReasoningGymTestbed(Testbed):
     compare_configs: ClassVar[dict[str, str]] = {"simulated": "configs/reasoning_gym_simulated.yaml"}
 
     @classmethod
-    def eval_budget(cls, config: BaseModel, default_max_new_tokens: int) -> tuple[int, int]:
+    def eval_budget(cls, config: BaseModel, default_max_new_tokens: int,
+                    suite: str = "validation") -> tuple[int, int]:
         """``eval_per_bucket`` prompts for every (task, level), at the policy's completion budget."""
         levels = sum(task_levels(t, config.max_levels) for t in config.tasks)
         return config.eval_per_bucket * levels, default_max_new_tokens

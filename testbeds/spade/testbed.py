@@ -203,7 +203,8 @@ class SpadeTestbed(Testbed):
         return self._sandbox
 
     @classmethod
-    def eval_budget(cls, config: BaseModel, default_max_new_tokens: int) -> tuple[int, int]:
+    def eval_budget(cls, config: BaseModel, default_max_new_tokens: int,
+                    suite: str = "validation") -> tuple[int, int]:
         """Per call on average (``eval_every``); games: the reasoning-gym items, tools: the suite's tasks."""
         if config.setting == "games":
             rg = config.reasoning_gym

@@ -86,6 +86,17 @@ def test_the_shipped_powered_design_meets_its_thresholds():
     assert len(power_problems(bare, run_configs(bare))) >= 3
 
 
+def test_runs_are_counted_as_scored_on_the_test_suite_size(tmp_path):
+    # The test suite may be larger than the validation suite the engineers read; power is the test's.
+    design = _design(tmp_path, set=["testbed.test_instances_per_size=24"],
+                     thresholds={"min_primary_seeds": 2, "min_secondary_seeds": 1, "min_test_tasks": 100})
+    spec = _spec(tmp_path, design)
+    assert power_problems(spec, run_configs(spec)) == []  # 1 agent count x 8 sizes x 24 = 192
+    small = _design(tmp_path, thresholds={"min_primary_seeds": 2, "min_secondary_seeds": 1, "min_test_tasks": 100})
+    small_spec = _spec(tmp_path, small)  # the validation suite's 6 per size: 48
+    assert "arm a: scored on 48 tasks per run, below 100" in power_problems(small_spec, run_configs(small_spec))
+
+
 def test_dry_run_prints_the_mde_and_its_variance_source(tmp_path):
     out = CliRunner().invoke(app, ["compare", "--design", str(POWERED), "--trainer", "grpo", "--dry-run",
                                    "--out", str(tmp_path / "x")])
@@ -141,6 +152,7 @@ def test_cli_runs_a_design_and_warns_when_underpowered(tmp_path):
 
 
 TRAINER_OF = {"mapf_cpu_powered.yaml": "grpo", "mapf_cpu_demo_control.yaml": "grpo",
+              "mapf_cpu_demo_powered.yaml": "grpo",
               "mapf_small_powered.yaml": "small", "mapf_small_checkpoint.yaml": "small",
               "mapf_small_ranking.yaml": "small"}
 
