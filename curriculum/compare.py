@@ -32,7 +32,10 @@ paired analysis pooled over seeds and tasks on each task's final outcome (``fina
 ``EvalReport.task_scores`` of the last round), from ``curriculum.stats.pooled_paired``: the mean
 of per-seed mean differences, a hierarchical bootstrap interval and a seed-stratified sign-flip
 p-value. ``design_summary`` (``--dry-run``) states each primary pair's minimal detectable effect
-from a pilot's variance (``pilot_variance``) or the stated binomial default.
+from a pilot's variance (``pilot_variance``) or the stated binomial default. For every arm,
+``compare.json``'s ``gain`` holds the same analysis of final − start on each task
+(``start_task_scores``: the warm-started model's outcomes, else the model's as loaded, on the same
+suite): what the arm's training added, which a difference between arms cannot say.
 """
 
 from __future__ import annotations
@@ -62,7 +65,7 @@ from curriculum.registry import ENGINEERS, TESTBEDS
 from curriculum.report import (RunSummary, plot_distribution, plot_final_by_size, plot_score_curves,
                                bucket_order, rates_by_size)
 
-from curriculum.rundir import RunDir, run_path, write_json
+from curriculum.rundir import RunDir, read_json, run_path, write_json
 from curriculum.stem import Stem, fork_member, plan_stems
 from curriculum.stats import (VarianceComponents, binomial_default_variance, bootstrap_mean_ci,
                               bootstrap_mean_ci_columns, minimal_detectable_effect, pairwise_differences,
@@ -329,6 +332,52 @@ def final_task_scores(run_dir: Path) -> dict[str, float]:
     last = history[-1]
     report = getattr(last, "test", None) or last.eval
     return dict(report.task_scores)
+
+
+START_EVALS = (("warm start", "warmstart"), ("baseline", "baseline"))
+"""The starting model a run's gain is measured from, in order of preference: the warm-started
+model when the run warm-started, else the model as loaded (``eval_before_training``'s files)."""
+
+
+def start_task_scores(run_dir: Path, suite: str) -> tuple[str, dict[str, float]] | None:
+    """(which start, per-task outcomes by task id) of the run's starting model on ``suite`` (the
+    suite its final scores are on, ``RunSummary.suite``): ``<name>_test_eval.json`` for the test
+    suite, else ``<name>_eval.json``. ``None`` when the run did not evaluate its start
+    (``eval_before_training: false``) or the file predates per-task results."""
+    for label, name in START_EVALS:
+        path = Path(run_dir) / (f"{name}_test_eval.json" if suite == "test" else f"{name}_eval.json")
+        if path.is_file():
+            scores = dict(EvalReport.model_validate(read_json(path)).task_scores)
+            return (label, scores) if scores else None
+    return None
+
+
+def gain_analysis(spec: CompareSpec, finals: dict[tuple[str, int], dict[str, float]],
+                  starts: dict[tuple[str, int], tuple[str, dict[str, float]]]) -> list[dict[str, Any]]:
+    """For every arm: ``curriculum.stats.pooled_paired`` of final − start, task by task within each
+    seed's run, pooled over seeds (what the arm's training added to its starting model, on the
+    suite that scores it), as JSON-able rows (``reason`` instead where no run has both)."""
+    alpha = spec.design.alpha if spec.design is not None else 0.05
+    rows = []
+    for arm in spec.engineers:
+        diffs: dict[int, np.ndarray] = {}
+        labels = set()
+        for (name, seed), final in sorted(finals.items(), key=lambda kv: kv[0][1]):
+            if name != arm or (name, seed) not in starts:
+                continue
+            label, start = starts[(name, seed)]
+            shared = sorted(set(final) & set(start))
+            if shared:
+                diffs[seed] = np.array([final[t] - start[t] for t in shared], dtype=float)
+                labels.add(label)
+        row: dict[str, Any] = {"arm": arm, "start": " / ".join(sorted(labels))}
+        if not diffs:
+            row["reason"] = "no complete run with a start eval (eval_before_training) and per-task outcomes"
+        else:
+            row.update(pooled_paired(diffs, alpha=alpha).to_dict())
+            row["seed_list"] = sorted(diffs)
+        rows.append(row)
+    return rows
 
 
 def paired_task_differences(scores: dict[tuple[str, int], dict[str, float]], a: str, b: str
@@ -827,10 +876,12 @@ def within(out: Path, data: dict[str, Any]) -> None:
 
 def summarize(spec: CompareSpec, summaries: dict[tuple[str, int], RunSummary],
               outcomes: list[RunOutcome], rounds: int,
-              task_scores: dict[tuple[str, int], dict[str, float]] | None = None) -> dict[str, Any]:
+              task_scores: dict[tuple[str, int], dict[str, float]] | None = None,
+              start_scores: dict[tuple[str, int], tuple[str, dict[str, float]]] | None = None) -> dict[str, Any]:
     """The content of ``compare.json`` (plots are added by ``compare``). ``task_scores``: each
     complete run's final per-task outcomes (``final_task_scores``), kept per run and used by the
-    primary comparison's pooled analysis."""
+    primary comparison's pooled analysis; ``start_scores``: its starting model's
+    (``start_task_scores``), for each arm's gain over its start."""
     task_scores = task_scores or {}
     simulated = any(s.simulated for s in summaries.values())
     sizes = sorted({k for s in summaries.values() for m in s.metrics for k in rates_by_size(m)}, key=bucket_order)
@@ -856,6 +907,7 @@ def summarize(spec: CompareSpec, summaries: dict[tuple[str, int], RunSummary],
         "pairwise": pairwise_differences({e: v for e, v in finals.items() if v}),
         "design": spec.design.model_dump(mode="json") if spec.design is not None else None,
         "primary": primary_analysis(spec, {k: v for k, v in task_scores.items() if v}),
+        "gain": gain_analysis(spec, {k: v for k, v in task_scores.items() if v}, start_scores or {}),
         "runs": runs,
     }
 
@@ -949,6 +1001,8 @@ def results_table(data: dict[str, Any]) -> Any:
     parts = [main, pair]
     if data.get("primary"):
         parts.append(primary_table(data["primary"], data.get("design") or {}))
+    if any("difference" in r for r in data.get("gain") or []):
+        parts.append(gain_table(data["gain"], data.get("design") or {}))
     if data.get("underpowered"):
         parts.append("Under-powered design: " + "; ".join(data["underpowered"]))
     if data["simulated"]:
@@ -972,6 +1026,26 @@ def primary_table(rows: list[dict[str, Any]], design: dict[str, Any]) -> Any:
             continue
         d = r["difference"]
         table.add_row(f"{r['a']} − {r['b']}", str(r["seeds"]), str(r["tasks"]), f"{d['mean']:+.3f}",
+                      f"[{d['low']:+.3f}, {d['high']:+.3f}]", f"{r['p_value']:.3g}", str(r["rose"]), str(r["fell"]))
+    return table
+
+
+def gain_table(rows: list[dict[str, Any]], design: dict[str, Any]) -> Any:
+    """Each arm's gain over its starting model, pooled over seeds and tasks (``gain_analysis``)."""
+    from rich.table import Table
+
+    level = 100 * (1 - design.get("alpha", 0.05))
+    table = Table(title=f"What training added: final − start on each task, pooled over seeds and tasks "
+                        f"(hierarchical bootstrap {level:.0f}% CI; seed-stratified sign-flip test)",
+                  title_justify="left")
+    for col in ("arm", "start", "seeds", "tasks", "mean gain", "CI", "p", "rose", "fell"):
+        table.add_column(col, justify="left" if col in ("arm", "start") else "right")
+    for r in rows:
+        if "difference" not in r:
+            table.add_row(r["arm"], "—", "0", "0", "—", "—", "—", "—", "—")
+            continue
+        d = r["difference"]
+        table.add_row(r["arm"], r["start"], str(r["seeds"]), str(r["tasks"]), f"{d['mean']:+.3f}",
                       f"[{d['low']:+.3f}, {d['high']:+.3f}]", f"{r['p_value']:.3g}", str(r["rose"]), str(r["fell"]))
     return table
 
@@ -1052,7 +1126,9 @@ def compare(spec: CompareSpec, progress: Any = None, warn: Callable[[str], None]
     rounds = next(iter(configs.values())).rounds
     scores = {(o.engineer, o.seed): final_task_scores(o.path) for o in outcomes
               if (o.engineer, o.seed) in summaries and summaries[(o.engineer, o.seed)].complete}
-    data = summarize(spec, summaries, outcomes, rounds, scores)
+    starts = {key: begun for key in scores
+              if (begun := start_task_scores(summaries[key].path, summaries[key].suite)) is not None}
+    data = summarize(spec, summaries, outcomes, rounds, scores, starts)
     data["underpowered"] = problems
     plots = draw_plots(data, summaries, out / "plots")
     data["plots"] = [str(p) for p in plots]

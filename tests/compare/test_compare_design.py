@@ -133,6 +133,27 @@ def test_primary_analysis_pooled_over_seeds_and_tasks_and_pilot(tmp_path):
     assert summary["pairs"][0]["tasks"] == 48
 
 
+def test_each_arm_gets_its_gain_over_its_starting_model(tmp_path):
+    design = _design(tmp_path)  # the simulated config evaluates the starting model
+    result = compare(_spec(tmp_path, design))
+    data = json.loads((tmp_path / "out" / "compare.json").read_text())
+    gains = {r["arm"]: r for r in data["gain"]}
+    assert set(gains) == {"a", "b", "c"}
+    gain = gains["a"]
+    assert (gain["start"], gain["seeds"], gain["tasks"]) == ("baseline", 2, 96)
+    out = tmp_path / "out"
+    expected = []
+    for row in (r for r in data["runs"] if r["engineer"] == "a"):
+        start = json.loads((out / row["run_dir"] / "baseline_test_eval.json").read_text())["task_scores"]
+        expected += [row["task_scores"][t] - start[t] for t in row["task_scores"]]
+    assert gain["difference"]["mean"] == pytest.approx(sum(expected) / len(expected))
+    assert gain["rose"] == sum(x > 0 for x in expected) and gain["fell"] == sum(x < 0 for x in expected)
+    assert "What training added" in result.table_text
+    # Without a start eval there is nothing to measure from, and the table says nothing about it.
+    bare = compare(_spec(tmp_path / "bare", _design(tmp_path, set=["eval_before_training=false"])))
+    assert all("reason" in r for r in bare.data["gain"]) and "What training added" not in bare.table_text
+
+
 def test_cli_runs_a_design_and_warns_when_underpowered(tmp_path):
     runner = CliRunner()
     res = runner.invoke(app, ["compare", "--trainer", "simulated", "--out", str(tmp_path / "x")])
