@@ -149,7 +149,9 @@ def wall_time(config: RunConfig, strategy: Strategy, gpu: GPU, machine: Machine)
     """``curriculum.walltime.estimate`` for this config on ``machine``."""
     testbed = TESTBEDS.get(config.testbed.name).load()
     engineer = ENGINEERS.get(config.engineer.name).load()
-    budget = round_budget(config, *testbed.eval_budget(config.testbed, config.generation.max_new_tokens),
+    tokens = config.generation.max_new_tokens
+    test = testbed.eval_budget(config.testbed, tokens, suite="test") if "test" in testbed.eval_suites else None
+    budget = round_budget(config, *testbed.eval_budget(config.testbed, tokens), test=test,
                           design=engineer.design_budget(config.engineer, config.generation.engineer_max_new_tokens))
     model = _walltime_model(config)
     if machine.kind == "gpu":  # vLLM batches every request: no per-step term (bandwidth infinite)

@@ -19,8 +19,10 @@ Token counts (``Work``: generated, decode steps, prefilled, trained), for one ro
                  + the engineer's prompts (SPADE counts its own)
     trained    = training samples x (PROMPT_TOKENS + max completion tokens)
 
-once, before round 0 (``eval_before_training``): the baseline eval, and a second eval after a warm
-start; and the supervised warm start (``trainer.warmstart``, ``trainers/warmstart.py``), trained
+once, outside the rounds: before round 0 (``eval_before_training``) the baseline eval and a second
+eval after a warm start, each on the validation and (where the testbed has one, ``eval_budget(...,
+suite="test")``) the test suite; the test suite after the last round (after every round, in the
+round's work, with ``test_every_round``); and the supervised warm start (``trainer.warmstart``, ``trainers/warmstart.py``), trained
 once and skipped when its cache entry exists, so it is reported apart:
 
     warm start trained = steps x batch_size x min(max_length, WARMSTART_FILL x (PROMPT_TOKENS
@@ -176,20 +178,26 @@ def measure_cpu_bandwidth(mib: int = 64, repeats: int = 5) -> float:
 
 # -- token counts ------------------------------------------------------------------------------------
 def round_budget(config: RunConfig, eval_prompts: int, eval_tokens: int,
-                 design: tuple[int, int, int] = (0, 0, 0)) -> Budget:
-    """Token counts of one round, of the evals before round 0 and of the warm start of ``config``
-    (module docstring); ``design``: the engineer's (calls, prompt tokens, new tokens), averaged over
-    the rounds that design; the trainer's part: ``Trainer.training_budget``)."""
+                 design: tuple[int, int, int] = (0, 0, 0), test: tuple[int, int] | None = None) -> Budget:
+    """Token counts of one round, of the evals outside the rounds and of the warm start of
+    ``config`` (module docstring); ``design``: the engineer's (calls, prompt tokens, new tokens),
+    averaged over the rounds that design; the trainer's part: ``Trainer.training_budget``;
+    ``test``: (prompts, new tokens) of the testbed's test suite, ``None`` where it has none."""
     trainer = trainer_budget(config)
     evaluation = generate_work(eval_prompts, eval_tokens, config.generation.batch_size)
+    testing = generate_work(*test, config.generation.batch_size) if test is not None else Work()
+    per_round_test = testing if config.test_every_round else Work()
+    # Without test_every_round the test suite runs once, after the last round.
+    last_test = Work() if config.test_every_round else testing
     share = (config.rounds - 1) / config.rounds if config.rounds else 0.0  # the last round has no design call
     calls, prompt, new = design
     designing = Work(generated=round(share * calls * new), decode_steps=round(share * calls * new),
                      prefilled=round(share * calls * prompt))  # one row per call
     if not trainer.trains_model:  # a trainer without a model (the simulated learner)
         return Budget(evaluation + designing)
-    once = evaluation.times(int(config.eval_before_training) * trainer.evals_before_training)
-    return Budget(trainer.round + evaluation + designing, once, trainer.warmstart)
+    before = int(config.eval_before_training) * trainer.evals_before_training  # each on both suites
+    once = (evaluation + testing).times(before) + last_test
+    return Budget(trainer.round + evaluation + per_round_test + designing, once, trainer.warmstart)
 
 
 def trainer_budget(config: RunConfig) -> TrainingBudget:

@@ -132,6 +132,17 @@ def test_evals_before_round_zero(before, steps, evals):
     assert round_budget(config, 36, 128).once == generate_work(36, 128, 48).times(evals)
 
 
+@pytest.mark.parametrize("every_round", [False, True])
+def test_the_test_suite_is_counted_where_the_loop_runs_it(every_round):
+    config = _config("eval_before_training=true", "trainer.warmstart.steps=64", "generation.batch_size=48",
+                     f"test_every_round={str(every_round).lower()}")
+    validation, test = generate_work(36, 128, 48), generate_work(144, 128, 48)
+    without, with_test = round_budget(config, 36, 128), round_budget(config, 36, 128, test=(144, 128))
+    # Baseline and warm-start evals on both suites; then the test suite after every round, or once at the end.
+    assert with_test.once == validation.times(2) + test.times(2) + (Work() if every_round else test)
+    assert with_test.round == (without.round + test if every_round else without.round)
+
+
 def test_run_total_is_rounds_plus_the_evals_before_round_zero():
     config = _config("rounds=3", "eval_before_training=true")
     rates = Rates(flops=1e9, bandwidth=1e9, gen_utilisation=0.25, train_utilisation=0.5)
