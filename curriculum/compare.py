@@ -687,8 +687,9 @@ def _ensure_registered(snapshot: dict[str, list[Any]] | None) -> None:
 
 
 def _run_one(config_data: dict[str, Any], status: str,
-             registry: dict[str, list[Any]] | None = None) -> tuple[str, float]:
-    """Worker: run or resume one config; returns (run dir, seconds)."""
+             registry: dict[str, list[Any]] | None = None, stem: bool = False) -> tuple[str, float]:
+    """Worker: run or resume one config; returns (run dir, seconds). A ``stem`` (a shared round 0)
+    skips the test suite after its one round: its runs test their own last round."""
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     _ensure_registered(registry)
     from curriculum.loop import run
@@ -698,7 +699,7 @@ def _run_one(config_data: dict[str, Any], status: str,
     start = time.perf_counter()
     if status == "new" and path.exists():
         shutil.rmtree(path)  # created but never got its config.yaml: nothing committed
-    run(config, resume=path if status == "resume" else None)
+    run(config, resume=path if status == "resume" else None, final_test=not stem)
     return str(path), time.perf_counter() - start
 
 
@@ -810,18 +811,19 @@ class _Passes:
 def _run_all(items: list[tuple[Any, RunConfig, str, str]], jobs: int,
              finish: Callable[[Any, str, Any, str | None], None]) -> None:
     """Run ``(key, config, run status, reported status)`` items, ``jobs`` at a time; ``finish(key,
-    reported status, (path, seconds) or None, error or None)`` after each."""
+    reported status, (path, seconds) or None, error or None)`` after each. A key that is a string
+    names a stem (``_Passes``)."""
     if jobs <= 1 or len(items) <= 1:
         for key, config, status, reported in items:
             try:
-                finish(key, reported, _run_one(config.model_dump(mode="json"), status), None)
+                finish(key, reported, _run_one(config.model_dump(mode="json"), status, None, isinstance(key, str)), None)
             except Exception:  # noqa: BLE001 - one failed run must not sink the comparison
                 finish(key, reported, None, traceback.format_exc())
         return
     snapshot = _registry_snapshot()
     with _executor(min(jobs, len(items))) as pool:
         futures: dict[Future, tuple[Any, str]] = {
-            pool.submit(_run_one, config.model_dump(mode="json"), status, snapshot): (key, reported)
+            pool.submit(_run_one, config.model_dump(mode="json"), status, snapshot, isinstance(key, str)): (key, reported)
             for key, config, status, reported in items
         }
         for future in as_completed(futures):

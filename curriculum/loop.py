@@ -70,8 +70,12 @@ class RunResult:
     history: list[RoundReport]
 
 
-def run(config: RunConfig, *, resume: Path | None = None, reporter: QuietReporter | None = None) -> RunResult:
+def run(config: RunConfig, *, resume: Path | None = None, reporter: QuietReporter | None = None,
+        final_test: bool = True) -> RunResult:
     """Run (or resume) a whole curriculum; returns the run dir and the full history.
+    ``final_test=False`` leaves out the test suite after the last round when ``test_every_round``
+    is off: for a shared round 0 (``curriculum.stem``), whose runs go on and test their own last
+    round.
 
     Under ``accelerate launch`` every rank calls this; see ``curriculum.core.distributed`` for who
     does what.
@@ -111,7 +115,7 @@ def run(config: RunConfig, *, resume: Path | None = None, reporter: QuietReporte
                 reporter.baseline(saved)
         for index in range(len(history), config.rounds):
             report, proposal = _one_round(config, index, proposal, history, run_dir,
-                                          testbed, engineer, trainer, reporter)
+                                          testbed, engineer, trainer, reporter, final_test)
             history.append(report)
             engineer.on_round_end(report.engineer_view())
             reporter.round_end(report)
@@ -241,7 +245,7 @@ def _signed_points(delta: float) -> str:
 
 def _one_round(config: RunConfig, index: int, proposal: Any, history: list[RoundReport], run_dir: RunDir,
                testbed: Testbed, engineer: Engineer, trainer: Trainer,
-               reporter: QuietReporter) -> tuple[RoundReport, Any]:
+               reporter: QuietReporter, final_test: bool = True) -> tuple[RoundReport, Any]:
     main = distributed.is_main()
     proposal_json = proposal.model_dump(mode="json")
     reporter.round_start(index, config.rounds, proposal_json)
@@ -267,7 +271,7 @@ def _one_round(config: RunConfig, index: int, proposal: Any, history: list[Round
             run_dir.log({"round": index, "event": "rank_weight_digests", "digests": digests})
 
     report, next_proposal = _evaluate_and_design(config, index, proposal, train_metrics, history,
-                                                 run_dir, testbed, engineer, trainer, reporter)
+                                                 run_dir, testbed, engineer, trainer, reporter, final_test)
     if main:
         state = {
             "engineer": engineer.state_dict(),
@@ -301,7 +305,7 @@ def _one_round(config: RunConfig, index: int, proposal: Any, history: list[Round
 def _evaluate_and_design(config: RunConfig, index: int, proposal: Any, train_metrics: dict[str, float],
                          history: list[RoundReport],
                          run_dir: RunDir, testbed: Testbed, engineer: Engineer, trainer: Trainer,
-                         reporter: QuietReporter) -> tuple[RoundReport | None, Any]:
+                         reporter: QuietReporter, final_test: bool = True) -> tuple[RoundReport | None, Any]:
     """Evaluate the new policy and ask the engineer for the next proposal, on the main process;
     an engineer with ``collective_design`` designs on every rank (the main process's design
     counts). Other ranks return ``(None, proposal)``."""
@@ -310,8 +314,8 @@ def _evaluate_and_design(config: RunConfig, index: int, proposal: Any, train_met
     if not (main or collective):
         return None, proposal
     policy = trainer.policy()  # on every rank that designs: pushing weights to vLLM can be collective
-    report = (_evaluate(config, index, proposal, train_metrics, run_dir, testbed, trainer, policy, reporter)
-              if main else None)
+    report = (_evaluate(config, index, proposal, train_metrics, run_dir, testbed, trainer, policy, reporter,
+                        final_test) if main else None)
     if index + 1 >= config.rounds:
         return report, proposal
     if collective:
@@ -325,15 +329,17 @@ def _collective(engineer: Engineer) -> bool:
 
 
 def _evaluate(config: RunConfig, index: int, proposal: Any, train_metrics: dict[str, float], run_dir: RunDir,
-              testbed: Testbed, trainer: Trainer, policy: Any, reporter: QuietReporter) -> RoundReport:
+              testbed: Testbed, trainer: Trainer, policy: Any, reporter: QuietReporter,
+              final_test: bool = True) -> RoundReport:
     """Main process only: the round's policy on the validation suite and, when the testbed has
-    one and the round is due (``test_every_round`` or the last round), the test suite."""
+    one and the round is due (``test_every_round``, or the last round unless ``final_test`` is
+    off), the test suite."""
     reporter.stage("eval", None)
     policy = _with_progress(policy, reporter)
     evaluation = testbed.evaluate(policy, seed=derive_seed(config.seed, index, "eval"), suite="validation")
     run_dir.log({"round": index, "event": "eval", "score": evaluation.score, **evaluation.metrics})
     test = None
-    if "test" in testbed.eval_suites and (config.test_every_round or index + 1 >= config.rounds):
+    if "test" in testbed.eval_suites and (config.test_every_round or (final_test and index + 1 >= config.rounds)):
         test = testbed.evaluate(policy, seed=derive_seed(config.seed, index, "test"), suite="test")
         run_dir.log({"round": index, "event": "test_eval", "score": test.score, **test.metrics})
     return RoundReport(round=index, proposal=proposal.model_dump(mode="json"), train_metrics=train_metrics,

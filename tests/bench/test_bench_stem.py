@@ -80,6 +80,24 @@ def test_shared_round0_gives_the_same_comparison_as_unshared(tmp_path):
     assert [r["round0_from"] for r in again.data["runs"]] == [r["round0_from"] for r in shared.data["runs"]]
 
 
+def test_a_stem_leaves_the_test_suite_to_its_runs(tmp_path):
+    # With the test suite after the last round only, a stem's one round is not its runs' last:
+    # it skips the test eval, and its runs' round 0 has none, as an unshared run's has not.
+    def spec(out: Path, share: bool) -> CompareSpec:
+        return CompareSpec(engineers=["fixed", "random"], testbed="mapf_frozenlake", seeds=1, rounds=2, out=out,
+                           trainer="simulated", overrides=[*FAST, "test_every_round=false"], share_round0=share)
+
+    own, shared = compare(spec(tmp_path / "own", False)), compare(spec(tmp_path / "shared", True))
+    assert not own.failed and not shared.failed
+    (stem,) = (tmp_path / "shared" / "shared_round0").iterdir()
+    assert RunDir.open(stem).load_round(0).test is None
+    for engineer in ("fixed", "random"):
+        tests = [[h.test is not None for h in RunDir.open(out / "runs" / f"{engineer}-seed0").history()]
+                 for out in (tmp_path / "own", tmp_path / "shared")]
+        assert tests == [[False, True], [False, True]]
+    assert repr(_outcome(shared.data)) == repr(_outcome(own.data))  # round 0's test score is NaN in both
+
+
 def test_shared_round0_equals_unshared_on_the_real_learner(tiny_model_dir, tmp_path):
     # Real GRPO steps and greedy evals on a tiny model; `checkpoint` asks the policy restored from
     # the stem's weights for its design.
