@@ -6,7 +6,9 @@ seed's derived stream, training and eval draw from (seed, round, purpose) stream
 design happens after round 0's eval. So every engineer of a seed computes the same round 0.
 ``compare`` therefore runs it once per seed, as a one-round *stem* run (its design skipped, like
 any last round), and starts each engineer's run from the stem's committed round 0
-(``RunDir.fork``); that run's first step is its own design for round 1 (``loop._extend``).
+(``RunDir.fork``); that run's first step is its own design for round 1 (``loop._extend``). A
+stem's one round is not its runs' last, so it runs no test-suite eval after it unless the runs
+test every round (``test_every_round``; ``loop.run(final_test=False)``).
 A stem is the resume of a run interrupted after round 0, so a forked run equals an unshared one
 as exactly as a resumed run equals an uninterrupted one (``tests/bench/test_bench_stem.py``
 checks both give the same compare). With R rounds this saves (E − 1)/E of round 0 for E engineers:
