@@ -862,7 +862,8 @@ def _matrix(rows: list[list[float]], width: int) -> np.ndarray:
 def within(out: Path, data: dict[str, Any]) -> None:
     """Rewrite ``data``'s paths (run dirs, shared round-0 runs, plots) relative to ``out``, the
     directory ``compare.json`` lives in, so the file still reads right when the directory is moved
-    or committed; a path outside ``out`` stays as it is."""
+    or committed; a path outside ``out`` stays as it is. The design's base config is written
+    relative to the working directory (where ``--design`` resolved it), when inside it."""
     def rel(path: str) -> str:
         try:
             return str(Path(path).resolve().relative_to(out.resolve()))
@@ -874,6 +875,12 @@ def within(out: Path, data: dict[str, Any]) -> None:
             if key in row:
                 row[key] = rel(row[key])
     data["plots"] = [rel(p) for p in data.get("plots", [])]
+    design = data.get("design") or {}
+    if design.get("config"):  # the base config as the command line names it: relative to the working directory
+        try:
+            design["config"] = str(Path(design["config"]).resolve().relative_to(Path.cwd().resolve()))
+        except ValueError:
+            pass
 
 
 def summarize(spec: CompareSpec, summaries: dict[tuple[str, int], RunSummary],

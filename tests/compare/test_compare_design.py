@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from curriculum.cli import app
 from curriculum.compare import (CompareSpec, compare, design_summary, load_design, pilot_variance,
-                                power_problems, run_configs)
+                                power_problems, run_configs, within)
 from curriculum.config import ConfigError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -152,6 +152,17 @@ def test_each_arm_gets_its_gain_over_its_starting_model(tmp_path):
     # Without a start eval there is nothing to measure from, and the table says nothing about it.
     bare = compare(_spec(tmp_path / "bare", _design(tmp_path, set=["eval_before_training=false"])))
     assert all("reason" in r for r in bare.data["gain"]) and "What training added" not in bare.table_text
+
+
+def test_compare_json_names_the_design_config_as_the_command_line_does(tmp_path, monkeypatch):
+    # A committed compare.json must not carry the machine's absolute checkout path.
+    monkeypatch.chdir(tmp_path)
+    data = {"runs": [], "design": {"config": str(tmp_path / "configs" / "base.yaml")}}
+    within(tmp_path / "out", data)
+    assert data["design"]["config"] == "configs/base.yaml"
+    outside = {"runs": [], "design": {"config": "/elsewhere/base.yaml"}}
+    within(tmp_path / "out", outside)
+    assert outside["design"]["config"] == "/elsewhere/base.yaml"
 
 
 def test_cli_runs_a_design_and_warns_when_underpowered(tmp_path):
