@@ -65,7 +65,7 @@ from curriculum.registry import ENGINEERS, TESTBEDS
 from curriculum.report import (RunSummary, plot_distribution, plot_final_by_size, plot_score_curves,
                                bucket_order, rates_by_size)
 
-from curriculum.rundir import RunDir, read_json, run_path, write_json
+from curriculum.rundir import RunDir, run_path, write_json
 from curriculum.stem import Stem, fork_member, plan_stems
 from curriculum.stats import (VarianceComponents, binomial_default_variance, bootstrap_mean_ci,
                               bootstrap_mean_ci_columns, minimal_detectable_effect, pairwise_differences,
@@ -339,17 +339,20 @@ START_EVALS = (("warm start", "warmstart"), ("baseline", "baseline"))
 model when the run warm-started, else the model as loaded (``eval_before_training``'s files)."""
 
 
-def start_task_scores(run_dir: Path, suite: str) -> tuple[str, dict[str, float]] | None:
-    """(which start, per-task outcomes by task id) of the run's starting model on ``suite`` (the
-    suite its final scores are on, ``RunSummary.suite``): ``<name>_test_eval.json`` for the test
-    suite, else ``<name>_eval.json``. ``None`` when the run did not evaluate its start
-    (``eval_before_training: false``) or the file predates per-task results."""
+def start_task_scores(summary: RunSummary) -> tuple[str, dict[str, float]] | None:
+    """(which start, per-task outcomes by task id) of the run's starting model on the suite its
+    final scores are on (``RunSummary.pre_task_scores``). ``None`` when the run did not evaluate its
+    start (``eval_before_training: false``) or the file predates per-task results."""
     for label, name in START_EVALS:
-        path = Path(run_dir) / (f"{name}_test_eval.json" if suite == "test" else f"{name}_eval.json")
-        if path.is_file():
-            scores = dict(EvalReport.model_validate(read_json(path)).task_scores)
+        if name in summary.pre_evals:
+            scores = summary.pre_task_scores.get(name)
             return (label, scores) if scores else None
     return None
+
+
+def task_differences(ya: dict[str, float], yb: dict[str, float]) -> np.ndarray:
+    """y^a_t − y^b_t on the tasks both scored, in task id order (empty when none)."""
+    return np.array([ya[t] - yb[t] for t in sorted(set(ya) & set(yb))], dtype=float)
 
 
 def gain_analysis(spec: CompareSpec, finals: dict[tuple[str, int], dict[str, float]],
@@ -366,9 +369,9 @@ def gain_analysis(spec: CompareSpec, finals: dict[tuple[str, int], dict[str, flo
             if name != arm or (name, seed) not in starts:
                 continue
             label, start = starts[(name, seed)]
-            shared = sorted(set(final) & set(start))
-            if shared:
-                diffs[seed] = np.array([final[t] - start[t] for t in shared], dtype=float)
+            d = task_differences(final, start)
+            if d.size:
+                diffs[seed] = d
                 labels.add(label)
         row: dict[str, Any] = {"arm": arm, "start": " / ".join(sorted(labels))}
         if not diffs:
@@ -388,10 +391,9 @@ def paired_task_differences(scores: dict[tuple[str, int], dict[str, float]], a: 
     for (arm, seed), ya in sorted(scores.items(), key=lambda kv: kv[0][1]):
         if arm != a or (b, seed) not in scores:
             continue
-        yb = scores[(b, seed)]
-        shared = sorted(set(ya) & set(yb))
-        if shared:
-            out[seed] = np.array([ya[t] - yb[t] for t in shared], dtype=float)
+        d = task_differences(ya, scores[(b, seed)])
+        if d.size:
+            out[seed] = d
     return out
 
 
@@ -1135,8 +1137,7 @@ def compare(spec: CompareSpec, progress: Any = None, warn: Callable[[str], None]
     rounds = next(iter(configs.values())).rounds
     scores = {(o.engineer, o.seed): final_task_scores(o.path) for o in outcomes
               if (o.engineer, o.seed) in summaries and summaries[(o.engineer, o.seed)].complete}
-    starts = {key: begun for key in scores
-              if (begun := start_task_scores(summaries[key].path, summaries[key].suite)) is not None}
+    starts = {key: begun for key in scores if (begun := start_task_scores(summaries[key])) is not None}
     data = summarize(spec, summaries, outcomes, rounds, scores, starts)
     data["underpowered"] = problems
     plots = draw_plots(data, summaries, out / "plots")

@@ -121,6 +121,9 @@ class RunSummary:
     """Eval score of the untrained policy, when the run evaluated it."""
     pre_evals: dict[str, dict[str, float]] = field(default_factory=dict)
     """Evals before round 0 (``baseline``, ``warmstart``): name → score and flat metrics."""
+    pre_task_scores: dict[str, dict[str, float]] = field(default_factory=dict)
+    """The same evals' per-task outcomes by task id (name → ``EvalReport.task_scores``; absent for
+    files that predate per-task results)."""
     simulated: bool = False
     """Whether the learner was the simulated one."""
     config: dict[str, Any] = field(default_factory=dict)
@@ -152,19 +155,21 @@ class RunSummary:
         else:
             suite = suite_label(history[0].eval) if history else "validation"
             evals = [r.eval for r in history]
-        pre = {}
+        pre, pre_tasks = {}, {}
         for name in ("baseline", "warmstart"):
             path = run.path / (f"{name}_test_eval.json" if tested else f"{name}_eval.json")
             if path.is_file():
                 saved = read_json(path)
                 pre[name] = {"score": float(saved["score"]), **saved["metrics"]}
+                if saved.get("task_scores"):
+                    pre_tasks[name] = {str(t): float(v) for t, v in saved["task_scores"].items()}
         baseline = pre["baseline"]["score"] if "baseline" in pre else None
         ratios = [training_shares(config.testbed.name, report.proposal) for report in history]
         return cls(path=run.path, engineer=config.engineer.name, seed=config.seed,
                    rounds_planned=config.rounds,
                    scores=[e.score if e is not None else float("nan") for e in evals],
                    metrics=[dict(e.metrics) if e is not None else {} for e in evals], data_ratio=ratios,
-                   baseline_score=baseline, pre_evals=pre, simulated=config.trainer.name == "simulated",
+                   baseline_score=baseline, pre_evals=pre, pre_task_scores=pre_tasks, simulated=config.trainer.name == "simulated",
                    config=config.model_dump(mode="json"), suite=suite,
                    validation_scores=[r.eval.score for r in history])
 

@@ -115,6 +115,10 @@ class MAPFTestbedConfig(PluginConfig):
                              "must be drawn from its own seed")
         return self
 
+    def instances_per_size(self, suite: str) -> int:
+        """Instances per map size and agent count of a held-out suite."""
+        return (self.test_instances_per_size if suite == "test" else None) or self.eval_instances_per_size
+
     @field_validator("eval_sizes", "warmstart_sizes")
     @classmethod
     def _known_sizes(cls, value: list[str]) -> list[str]:
@@ -295,9 +299,9 @@ class MAPFTestbed(Testbed):
         self.check_suite(suite)
         if suite not in self._suites:
             cfg = self.config
-            per_size, seed, exclude = cfg.eval_instances_per_size, cfg.eval_seed, frozenset()
+            per_size, seed, exclude = cfg.instances_per_size(suite), cfg.eval_seed, frozenset()
             if suite == "test":
-                per_size, seed = cfg.test_instances_per_size or per_size, cfg.test_seed
+                seed = cfg.test_seed
                 exclude = frozenset(content_key(i) for i in self.eval_instances("validation"))
             insts: list[Instance] = []
             for k in cfg.eval_agents:
@@ -334,8 +338,7 @@ class MAPFTestbed(Testbed):
     @classmethod
     def eval_budget(cls, config: BaseModel, default_max_new_tokens: int,
                     suite: str = "validation") -> tuple[int, int]:
-        per_size = (config.test_instances_per_size if suite == "test" else None) or config.eval_instances_per_size
-        prompts = len(config.eval_agents) * per_size * len(config.eval_sizes)
+        prompts = len(config.eval_agents) * config.instances_per_size(suite) * len(config.eval_sizes)
         return prompts, config.eval_max_new_tokens or default_max_new_tokens
 
     def evaluate(self, policy: Policy, *, seed: int = 0, suite: str = "validation") -> EvalReport:
