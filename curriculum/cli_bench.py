@@ -53,18 +53,24 @@ def register(app: typer.Typer) -> None:
         report: Annotated[Optional[Path], typer.Option(
             help="Run nothing: render the tables of a finished comparison from its compare.json (a "
                  "compare --out dir, or a committed copy such as docs/results/<name>).")] = None,
+        reanalyse: Annotated[bool, typer.Option(
+            "--reanalyse", help="With --report: recompute every statistic from the comparison's stored "
+                                "per-run outcomes and rewrite its compare.json and table.txt (no run is "
+                                "repeated).")] = False,
     ) -> None:
         """Benchmark engineers under identical seeds, budget, eval suites and starting config."""
         from curriculum.compare import (CompareSpec, compare as run_compare, design_summary, design_text,
-                                        load_compare_data, load_design, pilot_variance, results_table,
-                                        run_configs, table_text_of)
+                                        load_compare_data, load_design, pilot_variance, reanalyse as redo,
+                                        results_table, run_configs, table_text_of)
         from curriculum.config import ConfigError
         from curriculum.registry import UnknownName
 
+        if reanalyse and report is None:
+            _fail("--reanalyse rewrites a finished comparison: name it with --report DIR")
         if report is not None:
             try:
-                data = load_compare_data(report)
-            except (FileNotFoundError, ValueError) as err:
+                data = redo(report) if reanalyse else load_compare_data(report)
+            except (FileNotFoundError, ValueError, ConfigError) as err:
                 _fail(str(err))
             console.print(table_text_of(data), markup=False, highlight=False, soft_wrap=True, end="")
             return

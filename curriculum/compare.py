@@ -14,7 +14,8 @@ Per engineer, the final score (the **test** suite's score after the last round; 
 saw it; ``compare.json``'s ``suite`` names it, and run dirs written before runs had two suites
 are scored on their one eval suite, labelled so) is summarised over seeds by its
 mean and 95% percentile-bootstrap interval; for every pair (a, b) the paired difference
-mean_s(final_a(s) − final_b(s)) gets a bootstrap interval too (``curriculum.stats``). Results go
+mean_s(final_a(s) − final_b(s)) gets a t-interval over seeds, a sign-flip p over seeds and a
+Holm-adjusted p over all pairs (exploratory without a design; ``curriculum.stats``). Results go
 to ``OUT/compare.json``, a rich table (also saved as ``OUT/table.txt``) and PNG plots in
 ``OUT/plots`` (``curriculum.report``); the paths in ``compare.json`` are relative to ``OUT``.
 With the simulated trainer every output says that the numbers come from a simulation, not from a
@@ -28,14 +29,23 @@ arms (an engineer plus overrides of its own, e.g. a ``fixed`` arm trained on the
 distribution), the primary pairs (a, b), seeds per arm (primary and secondary), and
 ``PowerThresholds`` (seeds, optimiser steps, scored tasks, a start eval) that ``compare`` warns
 about or refuses to run below. For every primary pair, ``compare.json``'s ``primary`` holds the
-paired analysis pooled over seeds and tasks on each task's final outcome (``final_task_scores``:
-``EvalReport.task_scores`` of the last round), from ``curriculum.stats.pooled_paired``: the mean
-of per-seed mean differences, a hierarchical bootstrap interval and a seed-stratified sign-flip
-p-value. ``design_summary`` (``--dry-run``) states each primary pair's minimal detectable effect
-from a pilot's variance (``pilot_variance``) or the stated binomial default. For every arm,
-``compare.json``'s ``gain`` holds the same analysis of final − start on each task
+paired analysis at the level of seeds on each task's final outcome (``final_task_scores``:
+``EvalReport.task_scores`` of the last round), from ``curriculum.stats.seed_paired``: the mean of
+per-seed mean differences, its t-interval over seeds, the sign-flip p over seeds (the seed, i.e.
+the training run, is the unit of replication), and the Holm-adjusted p over the design's family
+of primary pairs (``p_holm``, what the tables show). ``design_summary`` (``--dry-run``) states
+each primary pair's minimal detectable effect for that test and family from a pilot's variance
+(``pilot_variance``) or the stated binomial default, and the seeds a target MDE needs. For every
+arm, ``compare.json``'s ``gain`` holds the same analysis of final − start on each task
 (``start_task_scores``: the warm-started model's outcomes, else the model's as loaded, on the same
-suite): what the arm's training added, which a difference between arms cannot say.
+suite; Holm over the arms): what the arm's training added, which a difference between arms cannot
+say. Each run's row keeps its final and start outcomes, so ``reanalyse`` recomputes every
+statistic from ``compare.json`` alone.
+
+Round 0: a design's arms either all start from one shared round 0 per seed (``round0: shared``;
+refused when some arm's round 0 would differ) or each runs its own (``round0: own``);
+``compare.json``'s ``round0`` says which the runs did (``mixed`` for comparisons in which only
+some did).
 """
 
 from __future__ import annotations
@@ -66,10 +76,10 @@ from curriculum.report import (RunSummary, plot_distribution, plot_final_by_size
                                bucket_order, rates_by_size)
 
 from curriculum.rundir import RunDir, run_path, write_json
-from curriculum.stem import Stem, fork_member, plan_stems
+from curriculum.stem import Stem, fork_member, plan_stems, round0_key, shares_round0
 from curriculum.stats import (VarianceComponents, binomial_default_variance, bootstrap_mean_ci,
-                              bootstrap_mean_ci_columns, minimal_detectable_effect, pairwise_differences,
-                              pooled_paired, variance_components)
+                              bootstrap_mean_ci_columns, holm, minimal_detectable_effect, seed_paired,
+                              pairwise_differences, seeds_for_mde, variance_components)
 
 SIMULATED_NOTICE = ("SIMULATED LEARNER: these numbers come from trainers/simulated.py, a documented "
                     "model of learning dynamics (docs/simulated_learner.md). They compare engineers "
@@ -203,14 +213,22 @@ class CompareDesign(BaseModel):
     arms: dict[str, Arm]
     """Arm name → arm. Run directories are ``<arm>-seed<s>``."""
     primary: list[tuple[str, str]] = Field(min_length=1)
-    """Pairs (a, b) of arms whose difference a − b is the comparison's primary question; each is
-    analysed pooled over seeds and tasks (``curriculum.stats.pooled_paired``)."""
+    """Pairs (a, b) of arms whose difference a − b is the comparison's primary question: one family,
+    each pair analysed at the level of seeds (``curriculum.stats.seed_paired``) and its p adjusted
+    by Holm over the family."""
+    round0: Literal["shared", "own"] = "shared"
+    """``shared``: every arm of a seed starts from one round 0, computed once (``curriculum.stem``);
+    a design whose arms' round 0 would differ (another round-0 proposal, an engineer that shapes
+    round 0) is refused. ``own``: every run computes its own round 0."""
+    target_mde: float | None = Field(None, gt=0, lt=1)
+    """A minimal detectable effect the design aims at (score units): with a pilot, ``--dry-run``
+    prints the seeds each primary pair needs to reach it."""
     primary_seeds: int = Field(6, ge=1)
     """Seeds of the arms in ``primary`` (unless an arm sets its own)."""
     secondary_seeds: int = Field(3, ge=1)
     """Seeds of the other arms (unless an arm sets its own)."""
     alpha: float = Field(0.05, gt=0, lt=1)
-    """Two-sided level of the primary tests and of the MDE."""
+    """Two-sided family-wise level of the primary tests (Holm) and of the MDE."""
     power: float = Field(0.8, gt=0, lt=1)
     """Power at which ``--dry-run`` states the minimal detectable effect."""
     thresholds: PowerThresholds = Field(default_factory=PowerThresholds)
@@ -309,6 +327,29 @@ def power_problems(spec: CompareSpec, configs: dict[tuple[str, int], RunConfig])
     return list(dict.fromkeys(problems))
 
 
+def round0_problems(spec: CompareSpec, configs: dict[tuple[str, int], RunConfig]) -> list[str]:
+    """Why a design with ``round0: shared`` cannot give every arm one round 0 per seed (empty: it
+    can, or the design runs its own round 0 per run, or there is no design): an arm whose engineer
+    shapes round 0, or whose round-0 config differs from the first arm's (``stem.round0_key``)."""
+    if spec.design is None or spec.design.round0 == "own" or not spec.share_round0:
+        return []
+    problems = []
+    for (arm, seed), config in configs.items():
+        if not shares_round0(ENGINEERS.get(config.engineer.name).load()):
+            problems.append(f"arm {arm}: its engineer {config.engineer.name} shapes round 0 itself")
+    by_seed: dict[int, list[tuple[str, str]]] = {}
+    for (arm, seed), config in configs.items():
+        by_seed.setdefault(seed, []).append((arm, round0_key(config)))
+    for seed, keys in sorted(by_seed.items()):
+        first_arm, first_key = keys[0]
+        problems += [f"arm {arm}: its round 0 differs from arm {first_arm}'s (another config before the "
+                     "first design, e.g. testbed.initial_proposal)" for arm, key in keys[1:] if key != first_key]
+    if problems:
+        problems.append("round0: shared needs every arm to start from one round 0; give every arm the same "
+                        "round-0 config, or declare round0: own (every run computes its own round 0)")
+    return list(dict.fromkeys(problems))
+
+
 def check_power(spec: CompareSpec, configs: dict[tuple[str, int], RunConfig]) -> list[str]:
     """``power_problems``; raises ConfigError listing them when the design says ``refuse``."""
     problems = power_problems(spec, configs)
@@ -355,11 +396,26 @@ def task_differences(ya: dict[str, float], yb: dict[str, float]) -> np.ndarray:
     return np.array([ya[t] - yb[t] for t in sorted(set(ya) & set(yb))], dtype=float)
 
 
+def _seed_level_row(diffs: dict[int, np.ndarray], alpha: float) -> dict[str, Any]:
+    """``seed_paired``'s JSON row of ``diffs`` = {seed: per-task differences}, with its seed list."""
+    return {**seed_paired(diffs, alpha=alpha).to_dict(), "seed_list": sorted(diffs)}
+
+
+def _adjust_family(rows: list[dict[str, Any]]) -> None:
+    """Holm over a family of rows, in place: ``p_holm`` on every row that has a ``p_value``; a
+    declared member without one counts as p = 1 (the family keeps its declared size)."""
+    adjusted = holm([r.get("p_value", 1.0) for r in rows]) if rows else []
+    for row, p in zip(rows, adjusted):
+        if "p_value" in row:
+            row["p_holm"] = p
+            row["family"] = len(rows)
+
+
 def gain_analysis(spec: CompareSpec, finals: dict[tuple[str, int], dict[str, float]],
                   starts: dict[tuple[str, int], tuple[str, dict[str, float]]]) -> list[dict[str, Any]]:
-    """For every arm: ``curriculum.stats.pooled_paired`` of final − start, task by task within each
-    seed's run, pooled over seeds (what the arm's training added to its starting model, on the
-    suite that scores it), as JSON-able rows (``reason`` instead where no run has both)."""
+    """For every arm: ``curriculum.stats.seed_paired`` of final − start, task by task within each
+    seed's run (what the arm's training added to its starting model, on the suite that scores
+    it), Holm-adjusted over the arms, as JSON-able rows (``reason`` instead where no run has both)."""
     alpha = spec.design.alpha if spec.design is not None else 0.05
     rows = []
     for arm in spec.engineers:
@@ -374,12 +430,12 @@ def gain_analysis(spec: CompareSpec, finals: dict[tuple[str, int], dict[str, flo
                 diffs[seed] = d
                 labels.add(label)
         row: dict[str, Any] = {"arm": arm, "start": " / ".join(sorted(labels))}
-        if not diffs:
-            row["reason"] = "no complete run with a start eval (eval_before_training) and per-task outcomes"
+        if diffs:
+            row.update(_seed_level_row(diffs, alpha))
         else:
-            row.update(pooled_paired(diffs, alpha=alpha).to_dict())
-            row["seed_list"] = sorted(diffs)
+            row["reason"] = "no complete run with a start eval (eval_before_training) and per-task outcomes"
         rows.append(row)
+    _adjust_family(rows)
     return rows
 
 
@@ -398,20 +454,20 @@ def paired_task_differences(scores: dict[tuple[str, int], dict[str, float]], a: 
 
 
 def primary_analysis(spec: CompareSpec, scores: dict[tuple[str, int], dict[str, float]]) -> list[dict[str, Any]]:
-    """For every pair (a, b) of the primary comparison: ``curriculum.stats.pooled_paired`` of
-    a − b over seeds and tasks, as JSON-able rows (``reason`` instead where no pair exists)."""
+    """For every pair (a, b) of the primary comparison: ``curriculum.stats.seed_paired`` of a − b,
+    Holm-adjusted over the declared family, as JSON-able rows (``reason`` where no pair exists)."""
     if spec.design is None:
         return []
     rows = []
     for a, b in spec.design.primary:
         diffs = paired_task_differences(scores, a, b)
         row: dict[str, Any] = {"a": a, "b": b}
-        if not diffs:
-            row["reason"] = "no seed where both arms have per-task outcomes"
+        if diffs:
+            row.update(_seed_level_row(diffs, spec.design.alpha))
         else:
-            row.update(pooled_paired(diffs, alpha=spec.design.alpha).to_dict())
-            row["seed_list"] = sorted(diffs)
+            row["reason"] = "no seed where both arms have per-task outcomes"
         rows.append(row)
+    _adjust_family(rows)
     return rows
 
 
@@ -430,6 +486,8 @@ class PilotVariance:
     components: VarianceComponents
     source: str
     """A sentence naming the pilot (or the default) and how the variance was estimated."""
+    measured: bool = False
+    """Whether the variance was measured on runs (a compare dir) rather than assumed."""
 
 
 def pilot_variance(paths: list[Path]) -> PilotVariance:
@@ -475,7 +533,8 @@ def pilot_variance(paths: list[Path]) -> PilotVariance:
                                   max(c.seeds for c in comps), float(np.mean([c.tasks_per_seed for c in comps])))
         return PilotVariance(mean, f"pilot {', '.join(map(str, paths))}: per-task paired differences of "
                                    f"{len(comps)} arm pair(s), σ²_b = {mean.between_seed:.4g}, "
-                                   f"σ²_w = {mean.within_seed:.4g} (mean over pairs)")
+                                   f"σ²_w = {mean.within_seed:.4g} (mean over pairs); a pilot sizes the "
+                                   "next design, it is not evidence about its own comparison", measured=True)
     p = float(np.mean(rates))
     return PilotVariance(binomial_default_variance(p),
                          f"pilot {', '.join(map(str, paths))}: success rate {p:.3f} over {len(rates)} "
@@ -519,6 +578,7 @@ def design_summary(spec: CompareSpec, configs: dict[tuple[str, int], RunConfig],
     by_arm = {a["arm"]: a for a in arms}
     pairs = (spec.design.primary if spec.design is not None
              else [(a, b) for i, a in enumerate(spec.engineers) for b in spec.engineers[i + 1:]])
+    target = spec.design.target_mde if spec.design is not None else None
     mdes = []
     for a, b in pairs:
         seeds = min(by_arm[a]["seeds"], by_arm[b]["seeds"])
@@ -526,14 +586,19 @@ def design_summary(spec: CompareSpec, configs: dict[tuple[str, int], RunConfig],
             if (by_arm[a]["scored_tasks"] or by_arm[b]["scored_tasks"]) else None
         row: dict[str, Any] = {"a": a, "b": b, "seeds": seeds, "tasks": tasks}
         if tasks:
-            row["mde"] = minimal_detectable_effect(pilot.components, seeds, tasks, alpha=alpha, power=power)
+            row["mde"] = minimal_detectable_effect(pilot.components, seeds, tasks, alpha=alpha, power=power,
+                                                   family=len(pairs))
+            if target is not None and pilot.measured:
+                row["seeds_for_target"] = seeds_for_mde(pilot.components, tasks, target, alpha=alpha,
+                                                        power=power, family=len(pairs))
         else:
             row["reason"] = "the testbed does not count its scored tasks"
         mdes.append(row)
-    return {"arms": arms, "primary": spec.design is not None,
+    return {"arms": arms, "primary": spec.design is not None, "family": len(pairs), "target_mde": target,
+            "round0": spec.design.round0 if spec.design is not None else ("shared" if spec.share_round0 else "own"),
             "common_overrides": list(spec.design.set) if spec.design is not None else [], "pairs": mdes, "alpha": alpha, "power": power,
             "variance": pilot.components.to_dict(), "variance_source": pilot.source,
-            "problems": power_problems(spec, configs), "runs": len(configs)}
+            "problems": power_problems(spec, configs) + round0_problems(spec, configs), "runs": len(configs)}
 
 
 def design_text(summary: dict[str, Any]) -> str:
@@ -546,12 +611,18 @@ def design_text(summary: dict[str, Any]) -> str:
                      f"{a['steps_per_run'] if a['steps_per_run'] is not None else 'n/a'} optimiser steps per run, "
                      f"{a['scored_tasks'] or 'n/a'} scored tasks{extra}")
     kind = "primary comparison" if summary["primary"] else "no primary comparison declared; every pair"
-    lines.append(f"minimal detectable effect ({kind}; {100 * summary['power']:.0f}% power, two-sided "
-                 f"alpha {summary['alpha']:g}; MDE = (z_(1-alpha/2) + z_power) * sqrt(s2_b/S + s2_w/(S*n))):")
+    lines.append(f"round 0: {summary['round0']}")
+    lines.append(f"minimal detectable effect of the seed-level test ({kind}; {100 * summary['power']:.0f}% power, "
+                 f"two-sided family-wise alpha {summary['alpha']:g} over {summary['family']} comparison(s); "
+                 f"MDE = (t_(1-alpha/(2m), S-1) + t_(power, S-1)) * sqrt((s2_b + s2_w/n) / S)):")
     for p in summary["pairs"]:
         if "mde" in p:
+            needed = ""
+            if "seeds_for_target" in p:
+                needed = (f"; {p['seeds_for_target']} seeds reach the target MDE {summary['target_mde']:g}"
+                          if p["seeds_for_target"] else f"; no seed count up to 10000 reaches {summary['target_mde']:g}")
             lines.append(f"  {p['a']} - {p['b']}: MDE = {p['mde']:.4f} ({100 * p['mde']:.1f} points of the "
-                         f"score) with S = {p['seeds']} seeds x n = {p['tasks']} tasks")
+                         f"score) with S = {p['seeds']} seeds x n = {p['tasks']} tasks{needed}")
         else:
             lines.append(f"  {p['a']} - {p['b']}: no MDE ({p['reason']})")
     lines.append(f"variance from: {summary['variance_source']}")
@@ -894,15 +965,11 @@ def summarize(spec: CompareSpec, summaries: dict[tuple[str, int], RunSummary],
     primary comparison's pooled analysis; ``start_scores``: its starting model's
     (``start_task_scores``), for each arm's gain over its start."""
     task_scores = task_scores or {}
+    start_scores = start_scores or {}
     simulated = any(s.simulated for s in summaries.values())
     sizes = sorted({k for s in summaries.values() for m in s.metrics for k in rates_by_size(m)}, key=bucket_order)
-    runs = [_run_row(o, summaries.get((o.engineer, o.seed)), sizes, task_scores) for o in outcomes]
-    finals: dict[str, dict[int, float]] = {e: {} for e in spec.engineers}
-    for o in outcomes:
-        s = summaries.get((o.engineer, o.seed))
-        if s is not None and s.complete and s.scores:
-            finals[o.engineer][o.seed] = s.scores[-1]
-    return {
+    runs = [_run_row(o, summaries.get((o.engineer, o.seed)), sizes, task_scores, start_scores) for o in outcomes]
+    return statistics({
         "simulated": simulated,
         "notice": SIMULATED_NOTICE if simulated else "",
         "testbed": next((s.config["testbed"]["name"] for s in summaries.values()), spec.testbed),
@@ -915,18 +982,60 @@ def summarize(spec: CompareSpec, summaries: dict[tuple[str, int], RunSummary],
         "suite": _suite_of(summaries.values()),
         "sizes": sizes,
         "summary": {e: _engineer_summary(e, spec, summaries, rounds, sizes) for e in spec.engineers},
-        "pairwise": pairwise_differences({e: v for e, v in finals.items() if v}),
         "design": spec.design.model_dump(mode="json") if spec.design is not None else None,
-        "primary": primary_analysis(spec, {k: v for k, v in task_scores.items() if v}),
-        "gain": gain_analysis(spec, {k: v for k, v in task_scores.items() if v}, start_scores or {}),
         "runs": runs,
-    }
+    })
+
+
+def statistics(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` (a ``compare.json``'s content) with its comparisons computed from the per-run rows
+    alone: ``pairwise`` from each complete run's final score, ``primary`` and ``gain`` from its
+    final and start per-task outcomes (``task_scores``, ``start_task_scores``), and ``round0``
+    from the runs' ``round0_from``. ``reanalyse`` applies it to a finished comparison."""
+    spec = _spec_of(data)
+    runs = [r for r in data["runs"] if r.get("complete") and r.get("final_score") is not None]
+    finals: dict[str, dict[int, float]] = {e: {} for e in spec.engineers}
+    for r in runs:
+        finals.setdefault(r["engineer"], {})[int(r["seed"])] = float(r["final_score"])
+    scores = {(r["engineer"], int(r["seed"])): {str(k): float(v) for k, v in r["task_scores"].items()}
+              for r in runs if r.get("task_scores")}
+    starts = {(r["engineer"], int(r["seed"])): (r.get("start", "start"),
+                                                {str(k): float(v) for k, v in r["start_task_scores"].items()})
+              for r in runs if r.get("start_task_scores")}
+    shared = [bool(r.get("round0_from")) for r in data["runs"]]
+    data = {key: value for key, value in data.items() if key not in ("pairwise", "primary", "gain", "round0")}
+    data.update({
+        "round0": "shared" if shared and all(shared) else "own" if not any(shared) else "mixed",
+        "pairwise": pairwise_differences({e: v for e, v in finals.items() if v}),
+        "primary": primary_analysis(spec, scores),
+        "gain": gain_analysis(spec, scores, starts),
+    })
+    return data
+
+
+def _spec_of(data: dict[str, Any]) -> CompareSpec:
+    """The part of a ``CompareSpec`` the statistics need (arms and design), from ``compare.json``."""
+    design = CompareDesign.model_validate(data["design"]) if data.get("design") else None
+    return CompareSpec(engineers=list(data["engineers"]), design=design)
+
+
+def reanalyse(path: str | Path) -> dict[str, Any]:
+    """Recompute every statistic of a finished comparison from its stored per-run outcomes and
+    rewrite its ``compare.json`` and ``table.txt`` in place (no run is repeated); returns the data.
+    The design, arms, runs and plots stay as they are."""
+    path = Path(path)
+    file = path / "compare.json" if path.is_dir() else path
+    data = statistics(load_compare_data(file))
+    write_json(file, data)
+    (file.parent / "table.txt").write_text(table_text_of(data))
+    return data
 
 
 def _run_row(o: RunOutcome, s: RunSummary | None, sizes: list[str],
-             task_scores: dict[tuple[str, int], dict[str, float]]) -> dict[str, Any]:
+             task_scores: dict[tuple[str, int], dict[str, float]],
+             start_scores: dict[tuple[str, int], tuple[str, dict[str, float]]]) -> dict[str, Any]:
     """One run's row of ``compare.json``: where and how it ran, and its scores when it has a summary
-    (its per-task outcomes when it is complete)."""
+    (its final and start per-task outcomes when it is complete)."""
     row: dict[str, Any] = {"engineer": o.engineer, "seed": o.seed, "run_dir": str(o.path),
                            "status": o.status, "seconds": round(o.seconds, 2)}
     if o.error:
@@ -941,6 +1050,8 @@ def _run_row(o: RunOutcome, s: RunSummary | None, sizes: list[str],
                    data_ratio=[[r.get(z, 0.0) for z in sizes] for r in s.data_ratio])
         if s.complete and s.scores and task_scores.get((o.engineer, o.seed)):
             row["task_scores"] = task_scores[(o.engineer, o.seed)]
+            if (o.engineer, o.seed) in start_scores:
+                row["start"], row["start_task_scores"] = start_scores[(o.engineer, o.seed)]
     return row
 
 
@@ -1002,18 +1113,21 @@ def results_table(data: dict[str, Any]) -> Any:
         f = s["final_score"]
         main.add_row(e, str(s["n"]), f"{f['mean']:.3f} [{f['low']:.3f}, {f['high']:.3f}]",
                      f"{s['mean_score_over_rounds']:.3f}", *(f"{s[key]:.3f}" for _, key in rates))
-    pair = Table(title="Paired differences of the final score (a − b, same seeds; bootstrap 95% CI)",
-                 title_justify="left")
-    for col in ("a − b", "mean diff", "95% CI", "n"):
+    pair = Table(title="Paired differences of the final score, exploratory (a − b, same seeds; t 95% CI over "
+                       "seeds; sign-flip p over seeds, Holm-adjusted over all pairs)", title_justify="left")
+    for col in ("a − b", "mean diff", "95% CI", "p (Holm)", "n"):
         pair.add_column(col, justify="left" if col == "a − b" else "right")
     for p in data["pairwise"]:
         pair.add_row(f"{p['a']} − {p['b']}", f"{p['mean_diff']:+.3f}",
-                     f"[{p['ci95_low']:+.3f}, {p['ci95_high']:+.3f}]", str(p["n"]))
+                     f"[{p['ci95_low']:+.3f}, {p['ci95_high']:+.3f}]", _p_text(p), str(p["n"]))
     parts = [main, pair]
     if data.get("primary"):
         parts.append(primary_table(data["primary"], data.get("design") or {}))
     if any("difference" in r for r in data.get("gain") or []):
         parts.append(gain_table(data["gain"], data.get("design") or {}))
+    if data.get("round0") == "mixed":
+        parts.append("Round 0: some runs started from a shared round 0 and others ran their own, so arms "
+                     "differ in more than their engineer from round 0 on.")
     if data.get("underpowered"):
         parts.append("Under-powered design: " + "; ".join(data["underpowered"]))
     if data["simulated"]:
@@ -1021,43 +1135,55 @@ def results_table(data: dict[str, Any]) -> Any:
     return Group(*parts)
 
 
+def _p_text(row: dict[str, Any]) -> str:
+    """The adjusted p with the raw one beside it: ``0.31 (0.031)``."""
+    if "p_holm" not in row:
+        return f"{row['p_value']:.3g}" if "p_value" in row else "—"
+    return f"{row['p_holm']:.3g} ({row['p_value']:.3g})"
+
+
+def _seed_level_columns(row: dict[str, Any]) -> list[str]:
+    """seeds, tasks, mean, CI, p (Holm, raw), rose, fell of a seed-level row."""
+    d = row["difference"]
+    return [str(row["seeds"]), str(row["tasks"]), f"{d['mean']:+.3f}", f"[{d['low']:+.3f}, {d['high']:+.3f}]",
+            _p_text(row), str(row["rose"]), str(row["fell"])]
+
+
+SEED_LEVEL = ("t CI over seeds, S − 1 df; sign-flip p over seeds, Holm-adjusted over the family, raw in "
+              "brackets; rose / fell count tasks and only describe")
+
+
 def primary_table(rows: list[dict[str, Any]], design: dict[str, Any]) -> Any:
-    """The primary comparison pooled over seeds and tasks (``primary_analysis``'s rows)."""
+    """The primary comparison at the level of seeds (``primary_analysis``'s rows)."""
     from rich.table import Table
 
     level = 100 * (1 - design.get("alpha", 0.05))
-    table = Table(title=f"Primary comparison, pooled over seeds and tasks: a − b on each task's final "
-                        f"outcome (hierarchical bootstrap {level:.0f}% CI: seeds, then tasks; "
-                        "seed-stratified sign-flip test)", title_justify="left")
-    for col in ("a − b", "seeds", "tasks", "mean diff", "CI", "p", "rose", "fell"):
+    table = Table(title=f"Primary comparison: a − b on each task's final outcome, mean of seed means "
+                        f"({level:.0f}% {SEED_LEVEL})", title_justify="left")
+    for col in ("a − b", "seeds", "tasks", "mean diff", "CI", "p (Holm)", "rose", "fell"):
         table.add_column(col, justify="left" if col == "a − b" else "right")
     for r in rows:
         if "difference" not in r:
             table.add_row(f"{r['a']} − {r['b']}", "0", "0", "—", "—", "—", "—", r.get("reason", ""))
             continue
-        d = r["difference"]
-        table.add_row(f"{r['a']} − {r['b']}", str(r["seeds"]), str(r["tasks"]), f"{d['mean']:+.3f}",
-                      f"[{d['low']:+.3f}, {d['high']:+.3f}]", f"{r['p_value']:.3g}", str(r["rose"]), str(r["fell"]))
+        table.add_row(f"{r['a']} − {r['b']}", *_seed_level_columns(r))
     return table
 
 
 def gain_table(rows: list[dict[str, Any]], design: dict[str, Any]) -> Any:
-    """Each arm's gain over its starting model, pooled over seeds and tasks (``gain_analysis``)."""
+    """Each arm's gain over its starting model at the level of seeds (``gain_analysis``)."""
     from rich.table import Table
 
     level = 100 * (1 - design.get("alpha", 0.05))
-    table = Table(title=f"What training added: final − start on each task, pooled over seeds and tasks "
-                        f"(hierarchical bootstrap {level:.0f}% CI; seed-stratified sign-flip test)",
-                  title_justify="left")
-    for col in ("arm", "start", "seeds", "tasks", "mean gain", "CI", "p", "rose", "fell"):
+    table = Table(title=f"What training added: final − start on each task, mean of seed means "
+                        f"({level:.0f}% {SEED_LEVEL.replace('the family', 'the arms')})", title_justify="left")
+    for col in ("arm", "start", "seeds", "tasks", "mean gain", "CI", "p (Holm)", "rose", "fell"):
         table.add_column(col, justify="left" if col in ("arm", "start") else "right")
     for r in rows:
         if "difference" not in r:
             table.add_row(r["arm"], "—", "0", "0", "—", "—", "—", "—", "—")
             continue
-        d = r["difference"]
-        table.add_row(r["arm"], r["start"], str(r["seeds"]), str(r["tasks"]), f"{d['mean']:+.3f}",
-                      f"[{d['low']:+.3f}, {d['high']:+.3f}]", f"{r['p_value']:.3g}", str(r["rose"]), str(r["fell"]))
+        table.add_row(r["arm"], r["start"], *_seed_level_columns(r))
     return table
 
 
@@ -1121,14 +1247,18 @@ def compare(spec: CompareSpec, progress: Any = None, warn: Callable[[str], None]
     stop the comparison when its thresholds say ``refuse``."""
     start = time.perf_counter()
     configs = run_configs(spec)
+    shared = round0_problems(spec, configs)
+    if shared:
+        raise ConfigError("the design's round 0 cannot be shared:\n  - " + "\n  - ".join(shared))
     problems = check_power(spec, configs)
     for problem in problems:
         if warn is not None:
             warn(problem)
     out = Path(spec.out)
     out.mkdir(parents=True, exist_ok=True)
+    share = spec.share_round0 and (spec.design is None or spec.design.round0 == "shared")
     outcomes = execute(configs, jobs=spec.jobs, progress=progress,
-                       stems_dir=out / "shared_round0" if spec.share_round0 else None)
+                       stems_dir=out / "shared_round0" if share else None)
     summaries = {}
     for o in outcomes:
         path = o.path
@@ -1138,7 +1268,7 @@ def compare(spec: CompareSpec, progress: Any = None, warn: Callable[[str], None]
     scores = {(o.engineer, o.seed): final_task_scores(o.path) for o in outcomes
               if (o.engineer, o.seed) in summaries and summaries[(o.engineer, o.seed)].complete}
     starts = {key: begun for key in scores if (begun := start_task_scores(summaries[key])) is not None}
-    data = summarize(spec, summaries, outcomes, rounds, scores, starts)
+    data = summarize(spec, summaries, outcomes, rounds, {k: v for k, v in scores.items() if v}, starts)
     data["underpowered"] = problems
     plots = draw_plots(data, summaries, out / "plots")
     data["plots"] = [str(p) for p in plots]

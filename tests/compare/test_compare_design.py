@@ -7,12 +7,14 @@ from pathlib import Path
 
 import pytest
 import yaml
+from scipy.stats import t as student_t
 from typer.testing import CliRunner
 
 from curriculum.cli import app
-from curriculum.compare import (CompareSpec, compare, design_summary, load_design, pilot_variance,
-                                power_problems, run_configs, within)
+from curriculum.compare import (CompareSpec, compare, design_summary, design_text, load_design, pilot_variance,
+                                power_problems, reanalyse, round0_problems, run_configs, within)
 from curriculum.config import ConfigError
+from curriculum.stats import seed_sign_flip_test
 
 REPO = Path(__file__).resolve().parents[2]
 POWERED = REPO / "configs/compare/mapf_cpu_powered.yaml"
@@ -22,7 +24,7 @@ FAST = ["testbed.eval_agents=[3]", "testbed.eval_instances_per_size=6", "tasks_p
 def _design(tmp_path, **changes):
     data = {"arms": {"a": {"engineer": "random"}, "b": {"engineer": "fixed"},
                      "c": {"engineer": "fixed", "set": ["testbed.eval_hole_ratio=0.1"]}},
-            "primary": [["a", "b"]], "primary_seeds": 2, "secondary_seeds": 1,
+            "primary": [["a", "b"]], "primary_seeds": 2, "secondary_seeds": 1, "round0": "own",
             "thresholds": {"min_primary_seeds": 2, "min_secondary_seeds": 1, "min_test_tasks": 1}}
     data.update(changes)
     path = tmp_path / "design.yaml"
@@ -75,6 +77,7 @@ def test_the_shipped_powered_design_meets_its_thresholds():
     spec = CompareSpec(engineers=list(design.arms), trainer="grpo", design=design)
     configs = run_configs(spec)
     assert power_problems(spec, configs) == []
+    assert round0_problems(spec, configs) == []
     assert {design.seeds_of(a) for a in ("checkpoint", "fixed", "frontier", "fixed_test")} == {6}
     assert {design.seeds_of(a) for a in ("random", "optuna", "learnability", "plr", "rlve")} == {3}
     test_arm = configs[("fixed_test", 0)].testbed
@@ -101,13 +104,15 @@ def test_dry_run_prints_the_mde_and_its_variance_source(tmp_path):
     out = CliRunner().invoke(app, ["compare", "--design", str(POWERED), "--trainer", "grpo", "--dry-run",
                                    "--out", str(tmp_path / "x")])
     assert out.exit_code == 0, out.output
-    assert "checkpoint - fixed: MDE = 0.0674" in out.output  # 2.8016 * sqrt(0.5 / (6 * 144))
+    # Two primary pairs: t quantiles with 5 df at alpha 0.05 / 2, the binomial default's variance.
+    mde = (student_t.ppf(1 - 0.025 / 2, 5) + student_t.ppf(0.8, 5)) * (0.5 / 144 / 6) ** 0.5
+    assert f"checkpoint - fixed: MDE = {mde:.4f}" in out.output
     assert "no pilot: the stated default" in out.output
     assert "power thresholds: all met" in out.output
     assert not (tmp_path / "x").exists()
 
 
-def test_primary_analysis_pooled_over_seeds_and_tasks_and_pilot(tmp_path):
+def test_primary_analysis_at_the_level_of_seeds_and_pilot(tmp_path):
     design = _design(tmp_path)
     result = compare(_spec(tmp_path, design))
     assert not result.failed
@@ -119,13 +124,19 @@ def test_primary_analysis_pooled_over_seeds_and_tasks_and_pilot(tmp_path):
     assert len(rows[("a", 0)]["task_scores"]) == 48  # every eval task (1 agent count x 8 sizes x 6), by id
     (primary,) = data["primary"]
     assert (primary["a"], primary["b"], primary["seeds"], primary["tasks"]) == ("a", "b", 2, 96)
-    assert 0 < primary["p_value"] <= 1
+    seed_means = [sum(rows[("a", s)]["task_scores"][t] - rows[("b", s)]["task_scores"][t]
+                      for t in rows[("a", s)]["task_scores"]) / 48 for s in (0, 1)]
+    assert primary["seed_means"] == pytest.approx({"0": seed_means[0], "1": seed_means[1]})
+    # Two seeds: the exact sign-flip test over seeds gives 1 (or 0.5 when one mean is 0).
+    assert primary["p_value"] == seed_sign_flip_test(seed_means) and primary["p_value"] >= 0.5
+    assert primary["p_holm"] == primary["p_value"] and primary["family"] == 1
+    assert data["round0"] == "own"
     d = primary["difference"]
     assert d["low"] <= d["mean"] <= d["high"]
     diffs = [rows[("a", s)]["task_scores"][t] - rows[("b", s)]["task_scores"][t]
              for s in (0, 1) for t in rows[("a", s)]["task_scores"]]
     assert d["mean"] == pytest.approx(sum(diffs) / len(diffs))
-    assert "Primary comparison, pooled over seeds and tasks" in result.table_text
+    assert "Primary comparison: a − b" in result.table_text
     # The finished comparison is a pilot: its paired variance sizes the next design's MDE.
     pilot = pilot_variance([tmp_path / "out"])
     assert pilot.source.startswith("pilot ") and pilot.components.within_seed >= 0
@@ -177,7 +188,7 @@ def test_cli_runs_a_design_and_warns_when_underpowered(tmp_path):
                         + [x for f in FAST for x in ("--set", f)])
     assert res.exit_code == 0, res.output
     assert "under-powered: arm a: 2 seeds, below the 6 a primary arm needs" in " ".join(res.output.split())
-    assert "Primary comparison, pooled over seeds and tasks" in res.output
+    assert "Primary comparison: a − b" in res.output
     res = runner.invoke(app, ["compare", "--design", str(path), "--trainer", "simulated", "--out",
                               str(tmp_path / "out"), "--pilot", str(tmp_path / "out")])
     assert res.exit_code != 0 and "--pilot sizes the MDE of --dry-run only" in res.output
@@ -196,6 +207,7 @@ def test_every_shipped_design_resolves_and_meets_its_own_thresholds(name):
     spec = CompareSpec(engineers=list(design.arms), trainer=TRAINER_OF[name], design=design)
     configs = run_configs(spec)
     assert power_problems(spec, configs) == []
+    assert round0_problems(spec, configs) == []
     assert {arm for arm, _ in configs} == set(design.arms)
 
 
@@ -208,3 +220,35 @@ def test_the_demo_control_trains_on_the_test_distribution_and_shares_round0():
     assert demo.model_dump(exclude={"engineer", "run_name"}) == control.model_dump(exclude={"engineer", "run_name"})
     trained = {s for s, p in control.testbed.initial_proposal.sizes.items() if p.data_ratio > 0}
     assert trained == set(control.testbed.eval_sizes)
+
+
+def test_one_round0_rule_shared_or_own(tmp_path):
+    """A shared round 0 is refused when one arm's round 0 would differ; ``own`` runs every round 0."""
+    mixed = _design(tmp_path, round0="shared")  # arm c evaluates on other maps from round 0 on
+    spec = _spec(tmp_path, mixed)
+    assert any("arm c: its round 0 differs from arm a's" in p for p in round0_problems(spec, run_configs(spec)))
+    with pytest.raises(ConfigError, match="round 0 cannot be shared"):
+        compare(spec)
+    alike = _design(tmp_path, round0="shared", arms={"a": {"engineer": "random"}, "b": {"engineer": "fixed"}})
+    result = compare(_spec(tmp_path / "alike", alike))
+    assert result.data["round0"] == "shared"
+    assert all(r.get("round0_from") for r in result.data["runs"])
+    summary = design_summary(_spec(tmp_path, alike), run_configs(_spec(tmp_path, alike)), pilot_variance([]))
+    assert "round 0: shared" in design_text(summary)
+
+
+def test_reanalyse_recomputes_every_statistic_from_compare_json_alone(tmp_path):
+    result = compare(_spec(tmp_path, _design(tmp_path)))
+    out = tmp_path / "out"
+    stale = json.loads((out / "compare.json").read_text())
+    stale["primary"][0]["p_value"] = 0.0001  # what an older analysis might have written
+    del stale["gain"]
+    (out / "compare.json").write_text(json.dumps(stale))
+    (out / "table.txt").write_text("old")
+    data = reanalyse(out)
+    for key in ("primary", "gain", "pairwise", "round0"):
+        assert data[key] == result.data[key], key
+    assert json.loads((out / "compare.json").read_text())["primary"] == result.data["primary"]
+    assert (out / "table.txt").read_text() == result.table_text
+    res = CliRunner().invoke(app, ["compare", "--reanalyse"])
+    assert res.exit_code != 0 and "--report DIR" in res.output

@@ -1,71 +1,77 @@
-"""The pooled paired analysis of ``curriculum.stats``: sign-flip test, hierarchical bootstrap, MDE."""
+"""The seed-level paired analysis of ``curriculum.stats``: sign-flip over seeds, t-interval, Holm, MDE,
+and the A/A calibration that the task-level test fails."""
 
 from __future__ import annotations
 
-from statistics import NormalDist
+import itertools
+import math
 
 import numpy as np
 import pytest
+from scipy.stats import t as student_t
 
-from curriculum.stats import (VarianceComponents, binomial_default_variance, hierarchical_bootstrap_ci,
-                              mean_of_seed_means, minimal_detectable_effect, pooled_paired,
-                              stratified_sign_flip_test, variance_components)
-
-
-def _binary_arms(rng, seeds, tasks, p_a, p_b, seed_sd=0.0):
-    """Paired per-task differences of two pass/fail arms with per-seed rate shifts."""
-    out = {}
-    for s in range(seeds):
-        shift = rng.normal(0.0, seed_sd)
-        a = rng.random(tasks) < np.clip(p_a + shift, 0, 1)
-        b = rng.random(tasks) < np.clip(p_b + shift, 0, 1)
-        out[s] = a.astype(float) - b.astype(float)
-    return out
+from benchmarks.stats_calibration import rejection_rates, synthetic_pair
+from curriculum.stats import (VarianceComponents, binomial_default_variance, holm, minimal_detectable_effect,
+                              seed_paired, seed_sign_flip_test, seeds_for_mde, t_interval,
+                              task_level_sign_flip_test, variance_components)
 
 
-def test_sign_flip_detects_a_planted_effect():
+def test_sign_flip_over_seeds_is_exact():
+    # S = 4 all positive: only the all-plus and all-minus vectors reach |mean|, p = 2/16.
+    assert seed_sign_flip_test([0.1, 0.2, 0.3, 0.4]) == pytest.approx(2 / 16)
+    # Brute force over every sign vector on an uneven example.
+    means = [0.3, -0.1, 0.05, 0.2, -0.02]
+    hits = sum(abs(np.mean(np.array(eps) * means)) >= abs(np.mean(means)) - 1e-12
+               for eps in itertools.product((-1, 1), repeat=len(means)))
+    assert seed_sign_flip_test(means) == pytest.approx(hits / 2 ** len(means))
+    assert seed_sign_flip_test([0.0, 0.0, 0.0]) == 1.0
+    # The smallest p with S seeds is 2 / 2^S: with 6 seeds never below 0.031.
+    assert seed_sign_flip_test([1.0] * 6) == pytest.approx(2 / 64)
+
+
+def test_sign_flip_above_the_exact_limit_is_monte_carlo_and_seeded():
+    means = list(np.random.default_rng(0).normal(0.5, 1.0, 20))
+    p = seed_sign_flip_test(means, resamples=2000, seed=3)
+    assert p == seed_sign_flip_test(means, resamples=2000, seed=3)
+    assert 0 < p < 0.2
+
+
+def test_t_interval_matches_the_formula_and_covers_the_truth():
+    x = [0.1, 0.3, -0.05, 0.2, 0.15, 0.0]
+    ci = t_interval(x)
+    half = student_t.ppf(0.975, 5) * np.std(x, ddof=1) / math.sqrt(6)
+    assert (ci.low, ci.high) == pytest.approx((np.mean(x) - half, np.mean(x) + half))
+    assert t_interval([0.2]).low == -math.inf
     rng = np.random.default_rng(1)
-    diffs = _binary_arms(rng, seeds=6, tasks=144, p_a=0.45, p_b=0.30)
-    assert stratified_sign_flip_test(diffs, resamples=2000, seed=0) < 0.01
+    covered = np.mean([(lambda c: c.low <= 0.3 <= c.high)(t_interval(rng.normal(0.3, 1.0, 6))) for _ in range(2000)])
+    assert covered == pytest.approx(0.95, abs=0.015)
 
 
-def test_sign_flip_p_values_are_uniform_under_the_null():
+def test_holm_adjusts_step_down_and_keeps_the_order():
+    assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
+    assert holm([0.5]) == [0.5]
+    assert holm([0.2, 0.9, 0.01, 0.6]) == pytest.approx([0.6, 1.0, 0.04, 1.0])
+    with pytest.raises(ValueError):
+        holm([1.2])
+
+
+def test_the_task_level_test_rejects_too_often_and_the_seed_level_test_does_not():
+    """A/A comparisons whose runs vary: the old task-level test rejects well above 5 %, the
+    comparisons' seed-level test at or below it."""
+    rng = np.random.default_rng(11)
+    rates = rejection_rates([synthetic_pair(rng, 6, 144, run_sd=0.3) for _ in range(150)], task_resamples=200)
+    assert rates["task_level@0.05"] > 0.08
+    assert rates["seed_sign_flip@0.05"] <= 0.06
+    assert rates["t_interval_coverage_95"] >= 0.9
+
+
+def test_the_seed_level_test_finds_a_planted_effect():
     rng = np.random.default_rng(2)
-    ps = np.array([stratified_sign_flip_test(_binary_arms(rng, 4, 40, 0.3, 0.3), resamples=400, seed=k)
-                   for k in range(150)])
-    # Uniform on (0, 1]: about 5% below 0.05 and a mean near 1/2 (binomial / CLT slack).
-    assert (ps < 0.05).mean() < 0.12
-    assert 0.40 < ps.mean() < 0.60
-    assert (ps < 0.5).mean() == pytest.approx(0.5, abs=0.15)
-
-
-def test_sign_flip_p_value_is_never_zero_and_one_for_no_change():
-    assert stratified_sign_flip_test({0: [1.0] * 50}, resamples=99) == pytest.approx(1 / 100)
-    assert stratified_sign_flip_test({0: [0.0] * 10, 1: [0.0] * 10}, resamples=99) == 1.0
-
-
-def test_hierarchical_bootstrap_covers_the_truth():
-    truth, covered, trials = 0.1, 0, 60
-    rng = np.random.default_rng(3)
-    for k in range(trials):
-        # Seed effects N(truth, 0.05²), task noise N(0, 0.4²).
-        diffs = {s: rng.normal(truth + rng.normal(0, 0.05), 0.4, size=50) for s in range(8)}
-        ci = hierarchical_bootstrap_ci(diffs, resamples=1000, seed=k)
-        covered += ci.low <= truth <= ci.high
-        assert ci.low <= ci.mean <= ci.high
-    # A 95% interval (the percentile bootstrap is a little narrow at 8 seeds).
-    assert covered / trials >= 0.85
-
-
-def test_hierarchical_bootstrap_is_seeded_and_wider_with_seed_variance():
-    rng = np.random.default_rng(4)
-    quiet = {s: rng.normal(0.0, 0.3, size=60) for s in range(6)}
-    noisy = {s: x + rng.normal(0.0, 0.3) for s, x in quiet.items()}
-    a = hierarchical_bootstrap_ci(quiet, resamples=2000, seed=7)
-    assert a == hierarchical_bootstrap_ci(quiet, resamples=2000, seed=7)
-    b = hierarchical_bootstrap_ci(noisy, resamples=2000, seed=7)
-    assert (b.high - b.low) > 1.5 * (a.high - a.low)
-    assert a.mean == pytest.approx(mean_of_seed_means(quiet))
+    diffs = {s: rng.normal(0.1 + rng.normal(0, 0.02), 0.4, 144) for s in range(8)}
+    out = seed_paired(diffs)
+    assert out.p_value <= 2 / 2 ** 8 + 1e-12
+    assert out.difference.low > 0
+    assert task_level_sign_flip_test(diffs, resamples=200) < 0.01
 
 
 def test_variance_components_recover_simulated_ones():
@@ -74,37 +80,42 @@ def test_variance_components_recover_simulated_ones():
     vc = variance_components(diffs)
     assert vc.within_seed == pytest.approx(0.25, rel=0.05)
     assert vc.between_seed == pytest.approx(0.04, rel=0.4)
+    assert vc.seed_mean_variance(400) == pytest.approx(vc.between_seed + vc.within_seed / 400)
 
 
-def test_mde_matches_the_closed_form_for_the_binomial_default():
-    # σ²_b = 0, σ²_w = 2·½·½ = ½: MDE = (z_.975 + z_.8) · sqrt(½ / (S·n)).
-    z = NormalDist().inv_cdf(0.975) + NormalDist().inv_cdf(0.8)
-    assert z == pytest.approx(2.80159, abs=1e-5)
-    got = minimal_detectable_effect(binomial_default_variance(0.5), seeds=6, tasks=144)
-    assert got == pytest.approx(z * np.sqrt(0.5 / 864))
-    assert got == pytest.approx(0.06739, abs=1e-4)
-    # A seed component adds σ²_b / S; more seeds shrink it, more tasks do not.
+def test_mde_uses_t_quantiles_the_seed_level_variance_and_the_family():
     vc = VarianceComponents(0.01, 0.5, 6, 144)
-    assert minimal_detectable_effect(vc, 6, 144) == pytest.approx(z * np.sqrt(0.01 / 6 + 0.5 / 864))
-    assert minimal_detectable_effect(vc, 6, 10**6) > z * np.sqrt(0.01 / 6) * 0.999
+    q = student_t.ppf(0.975, 5) + student_t.ppf(0.8, 5)
+    assert minimal_detectable_effect(vc, 6, 144) == pytest.approx(q * math.sqrt((0.01 + 0.5 / 144) / 6))
+    # Four comparisons in the family: alpha / 4 per test, a larger MDE.
+    q4 = student_t.ppf(1 - 0.05 / 8, 5) + student_t.ppf(0.8, 5)
+    assert minimal_detectable_effect(vc, 6, 144, family=4) == pytest.approx(q4 * math.sqrt((0.01 + 0.5 / 144) / 6))
+    assert minimal_detectable_effect(binomial_default_variance(0.5), 1, 144) == math.inf
+    # seeds_for_mde is the first seed count that reaches the target.
+    s = seeds_for_mde(vc, 144, 0.05)
+    assert minimal_detectable_effect(vc, s, 144) <= 0.05 < minimal_detectable_effect(vc, s - 1, 144)
 
 
-def test_mde_is_the_effect_the_test_detects_80_percent_of_the_time():
+def test_mde_is_the_effect_the_seed_level_test_detects_80_percent_of_the_time():
     rng = np.random.default_rng(6)
-    sd, seeds, tasks = 0.5, 4, 50
-    mde = minimal_detectable_effect(VarianceComponents(0.0, sd**2, 0, 0), seeds, tasks)
-    hits = sum(stratified_sign_flip_test({s: rng.normal(mde, sd, tasks) for s in range(seeds)},
-                                         resamples=300, seed=k) < 0.05 for k in range(100))
-    assert 0.65 <= hits / 100 <= 0.93
+    seeds, tasks, between, within = 10, 50, 0.01, 0.25
+    mde = minimal_detectable_effect(VarianceComponents(between, within, 0, 0), seeds, tasks)
+    hits = 0
+    for _ in range(300):
+        diffs = {s: rng.normal(mde + rng.normal(0, math.sqrt(between)), math.sqrt(within), tasks)
+                 for s in range(seeds)}
+        hits += seed_paired(diffs).p_value <= 0.05
+    assert 0.65 <= hits / 300 <= 0.92
 
 
-def test_pooled_paired_counts_and_bad_input():
-    out = pooled_paired({0: [1, 0, -1, 1], 1: [0, 1, 1, 0]}, resamples=200)
+def test_seed_paired_counts_and_bad_input():
+    out = seed_paired({0: [1, 0, -1, 1], 1: [0, 1, 1, 0]})
     assert (out.seeds, out.tasks, out.rose, out.fell) == (2, 8, 4, 1)
     assert out.difference.mean == pytest.approx((0.25 + 0.5) / 2)
+    assert out.seed_means == {"0": 0.25, "1": 0.5}
     with pytest.raises(ValueError, match="at least one seed"):
-        pooled_paired({})
+        seed_paired({})
     with pytest.raises(ValueError, match="finite"):
-        stratified_sign_flip_test({0: [float("nan")]})
+        seed_sign_flip_test([float("nan")])
     with pytest.raises(ValueError, match="rate"):
         binomial_default_variance(1.5)
