@@ -433,7 +433,8 @@ def gain_analysis(spec: CompareSpec, finals: dict[tuple[str, int], dict[str, flo
         if diffs:
             row.update(_seed_level_row(diffs, alpha))
         else:
-            row["reason"] = "no complete run with a start eval (eval_before_training) and per-task outcomes"
+            row["reason"] = ("no complete run with its start's per-task outcomes (start_task_scores: a start eval, "
+                             "eval_before_training, stored in the run's row)")
         rows.append(row)
     _adjust_family(rows)
     return rows
@@ -616,7 +617,10 @@ def design_text(summary: dict[str, Any]) -> str:
                  f"two-sided family-wise alpha {summary['alpha']:g} over {summary['family']} comparison(s); "
                  f"MDE = (t_(1-alpha/(2m), S-1) + t_(power, S-1)) * sqrt((s2_b + s2_w/n) / S)):")
     for p in summary["pairs"]:
-        if "mde" in p:
+        if "mde" in p and math.isinf(p["mde"]):
+            lines.append(f"  {p['a']} - {p['b']}: no MDE: with {p['seeds']} seed the run-to-run variation is "
+                         "unmeasured and the seed-level test cannot reject")
+        elif "mde" in p:
             needed = ""
             if "seeds_for_target" in p:
                 needed = (f"; {p['seeds_for_target']} seeds reach the target MDE {summary['target_mde']:g}"
