@@ -1051,7 +1051,8 @@ def _run_row(o: RunOutcome, s: RunSummary | None, sizes: list[str],
                    final_score=s.scores[-1] if s.scores else None,
                    final_metrics={k: v for k, v in (s.metrics[-1] if s.metrics else {}).items()
                                   if k.startswith(("valid_rate", "optimal_rate"))},
-                   data_ratio=[[r.get(z, 0.0) for z in sizes] for r in s.data_ratio])
+                   data_ratio=[[r.get(z, 0.0) for z in sizes] for r in s.data_ratio],
+                   zero_spread_share=[None if math.isnan(x) else x for x in s.zero_spread_share])
         if s.complete and s.scores and task_scores.get((o.engineer, o.seed)):
             row["task_scores"] = task_scores[(o.engineer, o.seed)]
             if (o.engineer, o.seed) in start_scores:
@@ -1076,12 +1077,19 @@ def _engineer_summary(engineer: str, spec: CompareSpec, summaries: dict[tuple[st
         "mean_score_over_rounds": float(np.nanmean(curve)),
         "per_round": [iv.to_dict() for iv in bootstrap_mean_ci_columns(curve)],
         "final_valid_rate": float(np.mean([m.get("valid_rate", np.nan) for m in last])),
+        "zero_spread_share": _nanmean([x for d in done for x in d.zero_spread_share]),
         "final_optimal_rate": float(np.mean([m.get("optimal_rate", np.nan) for m in last])),
         "final_valid_by_size": {z: float(np.mean([rates_by_size(m, "valid").get(z, np.nan) for m in last]))
                                 for z in sizes},
         "final_optimal_by_size": {z: float(np.mean([rates_by_size(m, "optimal").get(z, np.nan)
                                                     for m in last])) for z in sizes},
     }
+
+
+def _nanmean(values: list[float]) -> float | None:
+    """Mean of the values that are numbers; ``None`` when none is."""
+    kept = [v for v in values if not math.isnan(v)]
+    return float(np.mean(kept)) if kept else None
 
 
 def _suite_of(summaries: Any) -> str:
@@ -1105,7 +1113,8 @@ def results_table(data: dict[str, Any]) -> Any:
         title = "SIMULATED LEARNER, not model results — " + title
     main = Table(title=title, title_justify="left")
     # MAPF's valid/optimal columns only where some run measured them (reasoning_gym has neither).
-    rates = [(label, key) for label, key in (("final valid", "final_valid_rate"), ("final optimal", "final_optimal_rate"))
+    rates = [(label, key) for label, key in (("final valid", "final_valid_rate"), ("final optimal", "final_optimal_rate"),
+                                             ("groups without spread", "zero_spread_share"))
              if any(s.get("n") and _measured(s.get(key)) for s in data["summary"].values())]
     for col in ("engineer", "runs", "final score [95% CI]", "mean over rounds", *(label for label, _ in rates)):
         main.add_column(col, justify="left" if col == "engineer" else "right")
@@ -1116,7 +1125,8 @@ def results_table(data: dict[str, Any]) -> Any:
             continue
         f = s["final_score"]
         main.add_row(e, str(s["n"]), f"{f['mean']:.3f} [{f['low']:.3f}, {f['high']:.3f}]",
-                     f"{s['mean_score_over_rounds']:.3f}", *(f"{s[key]:.3f}" for _, key in rates))
+                     f"{s['mean_score_over_rounds']:.3f}",
+                     *(f"{s[key]:.3f}" if _measured(s.get(key)) else "—" for _, key in rates))
     pair = Table(title="Paired differences of the final score, exploratory (a − b, same seeds; t 95% CI over "
                        "seeds; sign-flip p over seeds, Holm-adjusted over all pairs)", title_justify="left")
     for col in ("a − b", "mean diff", "95% CI", "p (Holm)", "n"):
@@ -1196,7 +1206,7 @@ def draw_plots(data: dict[str, Any], summaries: dict[tuple[str, int], RunSummary
     note = " — SIMULATED learner" if data["simulated"] else ""
     suite = data.get("suite") or LEGACY_SUITE
     sizes = data["sizes"]
-    curves, final, dist = {}, {}, {}
+    curves, final, dist, flat = {}, {}, {}, {}
     for e in data["engineers"]:
         done = [summaries[(e, s)] for s in data["seeds"] if (e, s) in summaries and summaries[(e, s)].complete]
         if not done:
@@ -1206,8 +1216,13 @@ def draw_plots(data: dict[str, Any], summaries: dict[tuple[str, int], RunSummary
                                     for d in done]) for kind in ("valid", "optimal")}
         dist[e] = np.nanmean(np.stack([_matrix([[r.get(z, 0.0) for z in sizes] for r in d.data_ratio],
                                                len(sizes))[:data["rounds"]] for d in done]), axis=0)
+        if any(not math.isnan(x) for d in done for x in d.zero_spread_share):
+            flat[e] = _matrix([d.zero_spread_share for d in done], data["rounds"])
     if not curves:
         return []
+    spread = [plot_score_curves(flat, out / "zero_spread_share.png", ylabel="share of groups without reward spread",
+                                title=f"GRPO groups without reward spread per round (mean, 95% bootstrap CI over "
+                                      f"seeds){note}")] if flat else []
     return [
         plot_score_curves(curves, out / "score_per_round.png",
                           title=f"{suite.capitalize()}-suite score per round (mean, 95% bootstrap CI over seeds){note}"),
@@ -1215,7 +1230,7 @@ def draw_plots(data: dict[str, Any], summaries: dict[tuple[str, int], RunSummary
                            title=f"Final valid and optimal rate per map size, {suite} suite{note}"),
         plot_distribution(dist, sizes, out / "training_distribution.png",
                           title=f"Training distribution per round, mean over seeds{note}"),
-    ]
+    ] + spread
 
 
 def table_text_of(data: dict[str, Any]) -> str:

@@ -134,6 +134,9 @@ class RunSummary:
     written before suites were split)."""
     validation_scores: list[float] = field(default_factory=list)
     """Validation-suite score after each completed round (what the engineer read)."""
+    zero_spread_share: list[float] = field(default_factory=list)
+    """Per completed round: the share of its GRPO groups without reward spread (train metric
+    ``zero_spread_share``; NaN where the trainer did not report it)."""
 
     @property
     def complete(self) -> bool:
@@ -171,7 +174,8 @@ class RunSummary:
                    metrics=[dict(e.metrics) if e is not None else {} for e in evals], data_ratio=ratios,
                    baseline_score=baseline, pre_evals=pre, pre_task_scores=pre_tasks, simulated=config.trainer.name == "simulated",
                    config=config.model_dump(mode="json"), suite=suite,
-                   validation_scores=[r.eval.score for r in history])
+                   validation_scores=[r.eval.score for r in history],
+                   zero_spread_share=[float(r.train_metrics.get("zero_spread_share", float("nan"))) for r in history])
 
 
 # --------------------------------------------------------------------------------------------

@@ -11,6 +11,8 @@ bucket (``task.features["bucket"]``)::
     bucket/<b>/spread  = mean over b's groups of the population std of the group's rewards
                          (the scale of GRPO's group-relative advantages; 0 when every answer in a
                          group gets the same reward — no gradient)
+    zero_spread_share  = share of all groups whose rewards are all equal (std below 1e-9): the
+                         groups that give GRPO no gradient, which a curriculum exists to avoid
 
 Read back by ``testbeds.buckets.bucket_train_stats``.
 """
@@ -24,6 +26,9 @@ import numpy as np
 SUCCESS_THRESHOLD = 0.5
 """Reward at or above which a completion counts as a success."""
 
+ZERO_SPREAD = "zero_spread_share"
+"""Train metric: the share of a round's groups without reward spread (module docstring)."""
+
 
 def bucket_metrics(buckets: Sequence[str], groups: Sequence[int], rewards: Sequence[float]) -> dict[str, float]:
     """The ``bucket/<b>/*`` metrics of the module docstring (one entry per completion)."""
@@ -35,6 +40,8 @@ def bucket_metrics(buckets: Sequence[str], groups: Sequence[int], rewards: Seque
         by_group.setdefault(int(g), []).append(float(r))
         bucket_of[int(g)] = str(b)
     out: dict[str, float] = {}
+    if by_group:
+        out[ZERO_SPREAD] = float(np.mean([np.std(v) < 1e-9 for v in by_group.values()]))
     for b in dict.fromkeys(str(x) for x in buckets):
         rs = [float(r) for x, r in zip(buckets, rewards, strict=True) if str(x) == b]
         spreads = [float(np.std(v)) for g, v in by_group.items() if bucket_of[g] == b]

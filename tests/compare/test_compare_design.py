@@ -121,6 +121,11 @@ def test_primary_analysis_at_the_level_of_seeds_and_pilot(tmp_path):
     for row in rows.values():  # paths relative to the compare dir, so it can be moved or committed
         assert not Path(row["run_dir"]).is_absolute() and (tmp_path / "out" / row["run_dir"] / "config.yaml").is_file()
     assert data["plots"] and all((tmp_path / "out" / p).is_file() for p in data["plots"])
+    # What a curriculum is for: the share of GRPO groups without reward spread, per run and round.
+    assert all(len(r["zero_spread_share"]) == 2 and all(0 <= x <= 1 for x in r["zero_spread_share"])
+               for r in data["runs"])
+    assert any(p.endswith("zero_spread_share.png") for p in data["plots"])
+    assert "groups without spread" in result.table_text
     assert len(rows[("a", 0)]["task_scores"]) == 48  # every eval task (1 agent count x 8 sizes x 6), by id
     (primary,) = data["primary"]
     assert (primary["a"], primary["b"], primary["seeds"], primary["tasks"]) == ("a", "b", 2, 96)

@@ -160,7 +160,7 @@ def test_plr_without_knobs_mutates_to_the_neighbour_level():
 
 def test_bucket_metrics_spread_is_the_group_std():
     m = bucket_metrics(["a", "a", "a", "a"], [0, 0, 1, 1], [1.0, 0.0, 0.0, 0.0])
-    assert m == {"bucket/a/count": 4.0, "bucket/a/success": 0.25, "bucket/a/spread": 0.25}
+    assert m == {"zero_spread_share": 0.5, "bucket/a/count": 4.0, "bucket/a/success": 0.25, "bucket/a/spread": 0.25}
 
 
 def test_engineers_refuse_a_testbed_without_a_bucket_space():
@@ -169,3 +169,8 @@ def test_engineers_refuse_a_testbed_without_a_bucket_space():
 
     with pytest.raises(ValueError, match="declares no bucket proposal space"):
         space_of(Pool())
+
+
+def test_bucket_metrics_count_the_groups_without_reward_spread():
+    m = bucket_metrics(["a"] * 6, [0, 0, 1, 1, 2, 2], [1.0, 1.0, 0.0, 1.0, 0.3, 0.3])
+    assert m["zero_spread_share"] == pytest.approx(2 / 3)
