@@ -70,9 +70,9 @@ _LABEL = re.compile(
     r"^\W{0,6}(?:agent|robot|a(?=\d))\s*[#_]?\s*(\d{1,2})(?!\d)"
     # a few words, an annotation, or both: "Agent 1 path:", "**Agent 1**:", "Agent 1's moves:",
     # "Agent 1 (start (0,0), goal (0,2)):"
-    r"[^:=\n()\[\]\d|>→-]{0,24}?(?:\s*" + _ANNOTATION + r")?"
+    r"[^:=\n()\[\]\d|>→]{0,24}?(?:\s*" + _ANNOTATION + r")?"
     # then "Agent 1:", "=", "->", "→", "- ", "A1)", "Agent 1.", or a table's "|"
-    r"\s*(?::|=>?|->|→|—|–|-(?=\s)|\)|\.(?!\d)|\|)",
+    r"\s*(?::|=>?|->|→|—|–|-(?=[\s(\[])|\)|\.(?!\d)|\|)",
     re.IGNORECASE)
 _FENCE = re.compile(r"```[a-zA-Z]*\n?(.*?)```", re.DOTALL)
 _FINAL = re.compile(r"(final\s+(?:answer|plan|paths?|solution)|answer\s*:|solution\s*:|plan\s*:)",
