@@ -333,6 +333,7 @@ def _deltas(s: str) -> list[Cell] | None:
 
 
 _CLOSE = {"(": ")", "[": "]"}
+_CELL_START = re.compile(r"[(\[]\s*[-+]?\d|$")
 _CELL_TEXT = re.compile(r"\s*([-+]?\d+)\s*,\s*([-+]?\d+)\s*")
 
 
@@ -393,20 +394,22 @@ def _body(body: str, labeled: bool) -> list[Cell | str] | None:
     the line states none.
 
     A labeled line states one when it has two or more cell groups, or a single one with no words
-    beside it (``Agent 2: (1,1)``); a lone cell inside prose (``Agent 1 reaches (0,2) at t=2``),
-    a cost or an arrival time is a summary, not a path. An unlabeled line states one only when it
+    before it (``Agent 2: (1,1)``, ``Agent 2: (1,1), already on its goal``); a lone cell after
+    words (``Agent 1: reaches (0,2) at t=2``), a cost or an arrival time is a summary, not a path. An unlabeled line states one only when it
     is coordinates and separators alone (at most two stray letters). Where a body holds a colon
     outside brackets with cells after it, the cells after the last such colon are the path
     (``start (0,0), goal (0,2): (0,0) (0,1) (0,2)``)."""
-    items, rest = _groups(_after_colon(body))
+    source = _after_colon(body)
+    items, rest = _groups(source)
     if not items:
+        source = body
         items, rest = _groups(body)
     if not items:
         return None
     if not labeled:
         return items if _letters(rest) <= 2 else None
-    if len(items) == 1 and _letters(rest) > 0:
-        return None
+    if len(items) == 1 and _letters(source[:_CELL_START.search(source).start()]) > 0:
+        return None  # words before a lone cell: a summary ("reaches (0,2)"), not a path
     return items
 
 

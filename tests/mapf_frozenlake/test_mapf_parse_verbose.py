@@ -168,6 +168,8 @@ LAKE = Instance(3, 3, frozenset({(1, 1)}), [(0, 0), (2, 0)], [(0, 2), (2, 2)], o
 PLAN = "Agent 1: (0,0) (0,1) (0,2)\nAgent 2: (2,0) (2,1) (2,2)"
 VALID = set()
 UNPARSABLE = {"parsable"}
+ONE_CELL = Instance(3, 3, frozenset({(1, 1)}), [(0, 0), (2, 2)], [(0, 2), (2, 2)], optimal_cost=2)
+"""Agent 2 starts on its goal: its path is one cell."""
 
 HELD_BACK = [
     ("summary_costs", PLAN + "\n\nAgent 1 cost: 2\nAgent 2 cost: 2\nTotal cost: 4", VALID),
@@ -176,6 +178,10 @@ HELD_BACK = [
     ("summary_steps", "A 2-step path exists for each agent.\n" + PLAN + "\nA 2-step path is optimal.",
      VALID),
     ("summary_wait_cell", PLAN + "\nAgent 2 never waits at (2,0).", VALID),
+    ("one_cell_path_with_a_comment", "Agent 1: (0,0) (0,1) (0,2)\nAgent 2: (2,2), already on its goal",
+     VALID, ONE_CELL),
+    ("one_cell_path_annotated", "Agent 1: (0,0) (0,1) (0,2)\nAgent 2: start (2,2), goal (2,2): (2,2)\n"
+                                "Agent 2: stays at (2,2).", VALID, ONE_CELL),
     ("summary_after_dash", "Agent 1: (0,0) (0,1) (0,2) — 2 steps, arrives at t=2\n"
                            "Agent 2: (2,0) (2,1) (2,2) — 2 steps, arrives at t=2", VALID),
     ("inline_comment", "Agent 1: (0,0) (0,1) (detour around the hole at (1,1)) (0,2)\n"
@@ -224,11 +230,12 @@ HELD_BACK = [
 ]
 
 
-@pytest.mark.parametrize("name,text,failed", HELD_BACK, ids=[h[0] for h in HELD_BACK])
-def test_held_back_answers_get_the_verdict_of_the_eight_checks(name, text, failed):
-    v = validate(LAKE, text)
+@pytest.mark.parametrize("name,text,failed,inst", [(*h, LAKE)[:4] for h in HELD_BACK],
+                         ids=[h[0] for h in HELD_BACK])
+def test_held_back_answers_get_the_verdict_of_the_eight_checks(name, text, failed, inst):
+    v = validate(inst, text)
     assert {c for c in CHECKS if v.checks[c] is False} == failed, (v.checks, v.reasons)
     if not failed:
-        assert v.valid and v.optimal and v.cost == 4
+        assert v.valid and v.optimal and v.cost == inst.optimal_cost
     if name in {"fractional_cell", "three_numbers", "malformed_in_table"}:
         assert "malformed cell" in v.reasons["parsable"], v.reasons
