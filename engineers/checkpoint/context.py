@@ -10,15 +10,17 @@
   bucket n, accuracy (``EvalReport.bucket_scores``) and the non-zero failure counts of
   ``breakdown.buckets[bucket].failures`` (reasoning_gym: ``partial``, ``wrong``, ``no_answer``).
   A breakdown of neither section lists its ``rates`` groups (``render_rates``).
-* ``render_guideline`` (G) — round-independent design heuristics for the testbed (``GUIDELINES``;
-  a generic line for testbeds without their own), plus the meaning and legal range of every field
+* ``render_guideline`` (G) — round-independent design heuristics for the testbed, by default the
+  ``neutral`` variant of ``GUIDELINE_VARIANTS`` (the task, its fields and checks, none of the
+  paper's findings; ``paper_findings`` is the named variant that gives them; a generic line for
+  testbeds without their own), plus the meaning and legal range of every field
   of the declared space.
-* ``render_history`` (H) — the last ``history_rounds`` rounds as one table each: per bucket, the
-  config the round trained on (share and knobs) next to the result it produced
-  (``result_columns``: MAPF's valid and optimal rate averaged over the eval suites, weighted by
-  instance count; otherwise the bucket's eval accuracy). With ``include_initial_config=False``
-  (V4 on) round 0's config columns read ``-`` so the random cold start is not taken as a
-  recommended baseline; its results stay.
+* ``render_history`` (H) — the last ``history_rounds`` rounds as (failure breakdown, config)
+  pairs, as the Trainee-to-Trainer paper describes H: per round the config it trained on (per
+  bucket, share and knobs), then the failure breakdown of the evaluation that followed, rendered
+  as F renders the latest one (per suite and size: n, valid, optimal, failing-check counts). With
+  ``include_initial_config=False`` (V4 on) round 0's config reads ``-`` so the random cold start
+  is not taken as a recommended baseline; its failure breakdown stays.
 * ``render_summary`` (S) — the engineer's own summary of its previous choice, verbatim, or a line
   saying there is none yet.
 * ``render_training`` (T) — ``bookkeeping``: rounds done / total, epochs per round, epochs done /
@@ -44,7 +46,7 @@ from engineers.checkpoint.config import ContextSpec
 SECTION_TITLES = {
     "F": "F. Failure breakdown of the latest evaluation",
     "G": "G. Guideline",
-    "H": "H. History of earlier rounds (config trained on, and the result)",
+    "H": "H. History of earlier rounds (config trained on, and its failure breakdown)",
     "S": "S. Your summary of your previous choice",
     "T": "T. Training details",
 }
@@ -136,6 +138,31 @@ def optimal_rates_by_size(breakdown: EvalBreakdown) -> dict[str, float]:
 
 MAPF_GUIDELINE = """\
 You choose the training distribution of the next round; you never write instances yourself.
+- Each map size gets a share of the round's training instances (data_ratio); the shares decide
+  how the training data is spread over the sizes.
+- The other fields set what a size's instances look like: the share of the map that is holes
+  (hole_ratio) and the share of instances whose optimal plan needs an agent to wait (wait_ratio).
+- An answer is valid when it passes eight checks (parsable, legal moves, no conflicts, goals
+  reached, correct starts, the right agents, no holes, on the grid); the failure breakdown
+  counts, per size, the answers that failed each one.
+- Decide the next distribution from the evaluation results you are shown."""
+
+
+REASONING_GYM_GUIDELINE = """\
+You choose the training distribution of the next round; you never write questions yourself.
+Each bucket is one task at one difficulty level (<task>:<level>, level 0 is the easiest); the
+levels and their settings come from reasoning-gym's own curricula.
+- Each bucket gets a share of the round's training questions; the shares decide how the
+  training data is spread over tasks and levels.
+- The failure counts say how answers went wrong: "no_answer" (no answer inside \\boxed{}),
+  "wrong", "partial".
+- Decide the next distribution from the evaluation results you are shown."""
+
+GENERIC_GUIDELINE = ("You choose how the next round's training data is spread over the buckets; decide it "
+                     "from the evaluation results you are shown.")
+
+MAPF_FINDINGS_GUIDELINE = """\
+You choose the training distribution of the next round; you never write instances yourself.
 - Spend most of the data on sizes near your competence frontier: sizes whose valid rate is
   between about 20% and 80%, and the next larger size. That is where training helps most.
 - Sizes you already solve (valid rate near 100%) give little learning signal: keep a small data
@@ -148,8 +175,7 @@ You choose the training distribution of the next round; you never write instance
 - Change only what the failure breakdown points at; keep the other sizes as they are.
 - The evaluation uses more agents (3, 4, 5) than training (2), on 20%-hole maps."""
 
-
-REASONING_GYM_GUIDELINE = """\
+REASONING_GYM_FINDINGS_GUIDELINE = """\
 You choose the training distribution of the next round; you never write questions yourself.
 Each bucket is one task at one difficulty level (<task>:<level>, level 0 is the easiest); the
 levels and their settings come from reasoning-gym's own curricula.
@@ -164,16 +190,34 @@ levels and their settings come from reasoning-gym's own curricula.
   solve call for more data at that level.
 - Change only what the failure breakdown points at; keep the other buckets as they are."""
 
-GENERIC_GUIDELINE = ("Move training data towards what the evaluation shows you get partly right; keep small "
-                     "shares of what you master; make edits only where the results point.")
-GUIDELINES = {"mapf_frozenlake": MAPF_GUIDELINE, "reasoning_gym": REASONING_GYM_GUIDELINE}
-"""Module G's heuristics per testbed; any other testbed gets ``GENERIC_GUIDELINE``."""
+GENERIC_FINDINGS_GUIDELINE = ("Move training data towards what the evaluation shows you get partly right; keep "
+                              "small shares of what you master; make edits only where the results point.")
+
+GUIDELINE_VARIANTS: dict[str, dict[str, str]] = {
+    "neutral": {"mapf_frozenlake": MAPF_GUIDELINE, "reasoning_gym": REASONING_GYM_GUIDELINE,
+                "*": GENERIC_GUIDELINE},
+    "paper_findings": {"mapf_frozenlake": MAPF_FINDINGS_GUIDELINE,
+                       "reasoning_gym": REASONING_GYM_FINDINGS_GUIDELINE, "*": GENERIC_FINDINGS_GUIDELINE},
+}
+"""Module G's text per variant and testbed (``*``: any other testbed). ``neutral`` (the default,
+used by every preset V2-V6) describes the task, the fields and the checks and states none of the
+Trainee-to-Trainer paper's findings. ``paper_findings`` also gives the behaviours the paper
+reports as emerging under V6 (data at the competence frontier, local edits, the evaluation's
+agents and hole ratio): handing them to the engineer from V2 on confounds the V1-V6 comparison,
+so it is a named variant for ablations, never a preset's default."""
+GUIDELINES = GUIDELINE_VARIANTS["neutral"]
+"""Module G's default (neutral) heuristics per testbed."""
 
 
 def render_guideline(testbed_name: str, bounds: Mapping[str, tuple[float, float]] | None = None,
-                     field_docs: Mapping[str, str] | None = None, unit: str = "map size") -> str:
-    """Module G: testbed heuristics, then each field's meaning and legal range (per ``unit``)."""
-    lines = [GUIDELINES.get(testbed_name, GENERIC_GUIDELINE)]
+                     field_docs: Mapping[str, str] | None = None, unit: str = "map size",
+                     variant: str = "neutral") -> str:
+    """Module G: the ``variant``'s testbed heuristics (``GUIDELINE_VARIANTS``), then each field's
+    meaning and legal range (per ``unit``)."""
+    if variant not in GUIDELINE_VARIANTS:
+        raise ValueError(f"unknown guideline variant {variant!r}; choose one of {', '.join(GUIDELINE_VARIANTS)}")
+    texts = GUIDELINE_VARIANTS[variant]
+    lines = [texts.get(testbed_name, texts["*"])]
     if bounds:
         lines.append(f"Fields (per {unit}):")
         for field, (lo, hi) in bounds.items():
@@ -200,12 +244,14 @@ class HistoryEntry:
 
 def render_history(entries: Sequence[HistoryEntry], *, space: BucketSpace, include_initial_config: bool,
                    max_rounds: int) -> str:
-    """Module H from ``HistoryEntry``s (oldest first): per
-    bucket of the testbed's ``space``, the share and knobs trained on, then the result columns
-    (``result_columns``: MAPF's valid and optimal rates, otherwise the bucket's eval accuracy).
+    """Module H from ``HistoryEntry``s (oldest first): one (failure breakdown, config) pair per
+    round, as the Trainee-to-Trainer paper describes it: the config the round trained on (per
+    bucket of the testbed's ``space``, its share and knobs), then the failure breakdown of the
+    evaluation after that training, rendered as module F renders the latest one
+    (``render_failures``).
 
     Shows the last ``max_rounds`` entries; round 0's config is hidden unless
-    ``include_initial_config``.
+    ``include_initial_config`` (its breakdown stays).
     """
     shown = list(entries)[-max_rounds:]
     if not shown:
@@ -214,20 +260,18 @@ def render_history(entries: Sequence[HistoryEntry], *, space: BucketSpace, inclu
     fields = " ".join(f"{n[:5]:>5}" for n in ("share", *(k.name for k in space.knobs)))
     blocks = []
     for entry in shown:
-        round_index = entry.round
-        hide = round_index == 0 and not include_initial_config
+        hide = entry.round == 0 and not include_initial_config
         buckets = _read_or_empty(space, entry.proposal)
-        columns = result_columns(entry.breakdown, entry.scores)
-        title = f"round {round_index}" + (" (random start config, not shown)" if hide else "")
-        lines = [title, f"  {space.unit.split()[-1]:<{width}}{fields} " + "".join(f"{c:>8}" for c in columns)]
-        names = list(dict.fromkeys([*space.buckets, *(b for rates in columns.values() for b in rates)]))
-        for name in names:
+        title = f"round {entry.round}" + (" (random start config, not shown)" if hide else "")
+        lines = [title, "  config trained on:", f"    {space.unit.split()[-1]:<{width}}{fields}"]
+        for name in space.buckets:
             bucket = buckets.get(name)
             values = [None] * (1 + len(space.knobs)) if bucket is None or hide else \
                 [bucket.share, *(bucket.knobs[k.name] for k in space.knobs)]
-            cfg = " ".join("    -" if hide else _num(v) for v in values)
-            results = "".join(f"{_pct(rates.get(name)):>8}" for rates in columns.values())
-            lines.append(f"  {name:<{width}}{cfg} {results}")
+            lines.append(f"    {name:<{width}}" + " ".join("    -" if hide else _num(v) for v in values))
+        lines.append("  failure breakdown after training on it:")
+        failures = render_failures(entry.breakdown, entry.scores, space)
+        lines.extend(f"    {line}" for line in failures.splitlines())
         blocks.append("\n".join(lines))
     return "\n".join(blocks)
 

@@ -49,10 +49,26 @@ def test_valid_rates_average_suites_weighted_by_count():
 
 def test_guideline_has_heuristics_and_field_ranges():
     text = render_guideline("mapf_frozenlake", BOUNDS, {"hole_ratio": "holes"})
-    assert "competence frontier" in text
     assert "- hole_ratio in [0, 0.5]: holes" in text
     assert "- data_ratio in [0, 1]" in text
     assert "Fields" not in render_guideline("mapf_frozenlake")
+
+
+PAPER_FINDINGS = ["frontier", "20%", "80%", "local", "only what", "keep the other", "help",
+                  "(3, 4, 5)", "20%-hole", "little learning signal", "partly right"]
+"""Fragments of the Trainee-to-Trainer paper's findings (data at the competence frontier, local
+edits, the evaluation's agents and hole ratio) that the default guideline must not state."""
+
+
+@pytest.mark.parametrize("testbed", ["mapf_frozenlake", "reasoning_gym", "other"])
+def test_default_guideline_states_none_of_the_papers_findings(testbed):
+    neutral = render_guideline(testbed)
+    assert neutral == render_guideline(testbed, variant="neutral")
+    assert not [f for f in PAPER_FINDINGS if f.lower() in neutral.lower()], neutral
+    findings = render_guideline(testbed, variant="paper_findings")
+    assert [f for f in PAPER_FINDINGS if f.lower() in findings.lower()]
+    with pytest.raises(ValueError, match="unknown guideline variant"):
+        render_guideline(testbed, variant="frontier")
 
 
 def _entries():
@@ -61,16 +77,21 @@ def _entries():
             HistoryEntry(round=1, proposal=config_json([0.125] * 8, hole=0.15), breakdown=fixed_breakdown())]
 
 
-def test_history_pairs_config_with_result_and_hides_round0_config_in_v4():
+def test_history_pairs_each_config_with_its_failure_breakdown_and_hides_round0_config_in_v4():
     v3 = render_history(_entries(), space=SPACE, include_initial_config=True, max_rounds=3)
     assert "round 0\n" in v3 and "0.410" in v3 and "0.300" in v3
     assert "round 1\n" in v3 and "0.150" in v3
-    row = next(line for line in v3.splitlines() if line.strip().startswith("5x5"))
-    assert row.split() == ["5x5", "0.100", "0.410", "0.000", "60.0%", "30.0%"]
+    round1 = v3.split("round 1\n")[1]
+    row = next(line for line in round1.splitlines() if line.strip().startswith("5x5") and "0." in line)
+    assert row.split() == ["5x5", "0.125", "0.150", "0.000"]
+    breakdown = round1.split("failure breakdown after training on it:\n")[1]
+    assert [line.strip() for line in breakdown.splitlines()] == \
+        [line.strip() for line in render_failure_breakdown(fixed_breakdown()).splitlines()]
+    assert "failed checks: conflict_free 10, hole_free 10" in breakdown
     v4 = render_history(_entries(), space=SPACE, include_initial_config=False, max_rounds=3)
     assert "round 0 (random start config, not shown)" in v4
     assert "0.410" not in v4 and "0.300" not in v4
-    assert "60.0%" in v4.split("round 1")[0]  # round 0's results stay
+    assert "failed checks: conflict_free 4" in v4.split("round 1")[0]  # round 0's breakdown stays
     assert "0.150" in v4
     only_last = render_history(_entries(), space=SPACE, include_initial_config=True, max_rounds=1)
     assert "round 0" not in only_last and "round 1" in only_last

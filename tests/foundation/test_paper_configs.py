@@ -36,6 +36,15 @@ def test_method_is_the_checkpoint_engineer_with_v6():
     assert engineer["model"] == "checkpoint"
 
 
+@pytest.mark.parametrize("path", sorted((ROOT / "configs").glob("mapf_qwen3_4b*.yaml")), ids=lambda p: p.name)
+def test_paper_engineers_answer_in_free_text(path):
+    """The paper's engineer writes free text (reasoning, then a JSON config), never a
+    schema-constrained answer: every Method-A paper row with a checkpoint engineer says so."""
+    engineer = _dump(path)["engineer"]
+    if engineer["name"] == "checkpoint":
+        assert engineer["structured_output"] is False, path.name
+
+
 def test_baseline_keeps_the_random_round0_config_fixed():
     config = _dump(BASELINE)
     assert config["engineer"]["name"] == "fixed"
