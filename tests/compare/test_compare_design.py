@@ -257,3 +257,16 @@ def test_reanalyse_recomputes_every_statistic_from_compare_json_alone(tmp_path):
     assert (out / "table.txt").read_text() == result.table_text
     res = CliRunner().invoke(app, ["compare", "--reanalyse"])
     assert res.exit_code != 0 and "--report DIR" in res.output
+
+
+def test_dry_run_names_the_seeds_a_target_mde_needs_with_a_pilot():
+    design = load_design(REPO / "configs/compare/mapf_small_ranking.yaml").model_copy(update={"target_mde": 0.03})
+    spec = CompareSpec(engineers=list(design.arms), trainer="small", design=design)
+    pilot = pilot_variance([REPO / "docs/results/small_ranking_all"])
+    summary = design_summary(spec, run_configs(spec), pilot)
+    (first, *_) = summary["pairs"]
+    assert summary["family"] == 8 and first["mde"] > 0.03
+    assert first["seeds_for_target"] > 10
+    assert f"{first['seeds_for_target']} seeds reach the target MDE 0.03" in design_text(summary)
+    # Without a measured pilot the default variance is an assumption: no seed count is promised.
+    assert "seeds_for_target" not in design_summary(spec, run_configs(spec), pilot_variance([]))["pairs"][0]
