@@ -28,6 +28,23 @@ _SUMMARY_KEYS = ("train/mean_reward", "train/valid_rate", "train/steps", "train/
 regret, win rates with and without hint, admission by reason) are added when present."""
 
 
+def config_headline(text: str) -> list[str]:
+    """The few lines a run prints about its resolved config (``text``, its YAML): the model, the
+    engineer, testbed and trainer, the rounds and the seed."""
+    import yaml
+
+    data = yaml.safe_load(text) or {}
+
+    def name(section: str) -> str:
+        value = data.get(section)
+        return str(value.get("name") if isinstance(value, dict) else value)
+
+    model = data.get("model") or {}
+    return [f"model: {model.get('name_or_path') if isinstance(model, dict) else model}",
+            f"engineer: {name('engineer')}   testbed: {name('testbed')}   trainer: {name('trainer')}",
+            f"rounds: {data.get('rounds')}   tasks per round: {data.get('tasks_per_round')}   seed: {data.get('seed')}"]
+
+
 class QuietReporter:
     """Does nothing; the interface of every reporter."""
 
@@ -79,10 +96,14 @@ class RichReporter(QuietReporter):
     """Progress bars for sampling, training, eval and design; a summary table per round.
 
     ``line_interval_s``: when the console is not a terminal, the least time between two
-    progress lines of one stage."""
+    progress lines of one stage. ``verbose``: print the whole resolved config at the start (by
+    default a few lines name the model, plugins, rounds and run dir; the whole config is the run
+    dir's ``config.yaml``)."""
 
-    def __init__(self, console: Console | None = None, *, line_interval_s: float = 15.0) -> None:
+    def __init__(self, console: Console | None = None, *, line_interval_s: float = 15.0,
+                 verbose: bool = False) -> None:
         self.console = console or Console()
+        self.verbose = verbose
         self._progress: Progress | _LineProgress | None = None
         self._task: Any = None
         self._baseline: EvalReport | None = None
@@ -97,8 +118,12 @@ class RichReporter(QuietReporter):
 
     def config(self, text: str, run_dir: str) -> None:
         self.console.rule("[bold]curriculum run")
-        self.console.print(Syntax(text, "yaml", theme="ansi_dark", background_color="default"))
-        self.console.print(f"run dir: [bold]{run_dir}[/]")
+        if self.verbose:
+            self.console.print(Syntax(text, "yaml", theme="ansi_dark", background_color="default"))
+        else:
+            for line in config_headline(text):
+                self.console.print(line, markup=False, highlight=False, soft_wrap=True)
+        self.console.print(f"run dir: [bold]{escape(run_dir)}[/] (the whole config: config.yaml there)")
 
     def round_start(self, index: int, total: int, proposal: dict[str, Any]) -> None:
         self.console.rule(f"round {index + 1}/{total}")

@@ -97,3 +97,21 @@ def test_progress_lines_are_throttled_but_show_the_first_and_last_step():
     assert [line.split("  ")[0] for line in lines][1:4] == ["warm start 1/5", "warm start 5/5", "warm start done (5)"]
     unknown = _lines(interval=3600.0, steps=4, total=None)
     assert [line.split("  ")[0] for line in unknown][1:3] == ["warm start 1/?", "warm start done (4)"]
+
+
+def test_a_run_names_its_config_in_a_few_lines_and_prints_it_whole_only_when_verbose():
+    from pathlib import Path
+
+    from curriculum.config import dump_config, read_config_file, validate_config
+
+    demo = Path(__file__).resolve().parents[2] / "configs" / "mapf_cpu_demo.yaml"
+    text = dump_config(validate_config(read_config_file(demo)))
+    quiet = Console(file=io.StringIO(), width=200, color_system=None)
+    RichReporter(quiet).config(text, "runs/x")
+    lines = quiet.file.getvalue().strip().splitlines()
+    assert len(lines) <= 6, lines
+    assert "engineer: frontier   testbed: mapf_frozenlake   trainer: grpo" in quiet.file.getvalue()
+    assert "model: embedded:smollm2-135m-instruct" in quiet.file.getvalue()
+    loud = Console(file=io.StringIO(), width=200, color_system=None)
+    RichReporter(loud, verbose=True).config(text, "runs/x")
+    assert len(loud.file.getvalue().splitlines()) > 50 and "tasks_per_round: 32" in loud.file.getvalue()
