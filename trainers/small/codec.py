@@ -1,9 +1,11 @@
 """The small learner's tokenisation of a MAPF-FrozenLake instance and of its plan.
 
-Every token carries four ids: its vocabulary id, the grid cell it refers to (``cell``, 0 for
+Every token carries five ids: its vocabulary id, the grid cell it refers to (``cell``, 0 for
 none; rows and columns -1..10, so a step off the grid still has a cell), for plan tokens its
-time step (``time``: 1 + t, 0 for none) and the goal cell of the agent it belongs to (``goal``,
-0 for none). The embedding is the sum of a vocabulary, a row, a column, a time, a goal-row, a
+time step (``time``: 1 + t, 0 for none), the goal cell of the agent it belongs to (``goal``,
+0 for none) and, for the plan tokens that place an agent on a cell (its start and every move),
+what each next move would run into (``feat``, a bitmask of ``FEATURE_BITS`` bits, 0 for none;
+``move_features``). The embedding is the sum of a vocabulary, a row, a column, a time, a goal-row, a
 goal-column and a sequence-position embedding, so a plan token that lands on (r,c) and the map
 token of (r,c) share their row and column embeddings, and the direction to the goal is a local
 feature of every plan token rather than a lookup back into the prompt.
@@ -25,6 +27,14 @@ moves reach; at most ``max_path`` moves are generated per agent (then the path e
 parse.format_plan``), which the testbed's own parser, validator and reward score. A move is
 always to a neighbouring cell or a wait, so the validator's ``legal_move`` check cannot fail;
 moves off the grid (``in_bounds``), into holes, into conflicts or short of the goal can.
+
+``move_features`` describes the choice the model makes at a token: agent i stands on cell x at
+time t; for each move m (U, D, L, R, W) reaching y, three bits say whether y is off the grid or
+a hole, whether an earlier agent (1..i-1, whose paths are already written) stands on y at t + 1,
+and whether an earlier agent moves from y to x between t and t + 1 (a swap); a sixteenth bit says
+whether an earlier agent stands on x at any time after t (ending the path here would conflict).
+Earlier agents rest on their last cell, as the validator pads them. The features read only the
+map and the plan written so far: what the validator would check, not what a solver would plan.
 """
 
 from __future__ import annotations
@@ -52,6 +62,8 @@ CELL_IDS = 1 + GRID * GRID
 """Cell ids (0: no cell)."""
 PLAN_TOKENS: tuple[int, ...] = (SEP, *range(MOVE0, MOVE0 + len(MOVES)))
 """What the model may write."""
+FEATURE_BITS = 3 * len(MOVES) + 1
+"""Bits of ``move_features``: (blocked, vertex conflict, swap) per move, then "ending here conflicts"."""
 
 
 def cell_token(r: int, c: int) -> int:
@@ -74,25 +86,27 @@ def row_col(cell: Any) -> tuple[Any, Any]:
 
 @dataclass
 class Sequence:
-    """One tokenised sequence: parallel lists of vocabulary, cell, time and goal ids."""
+    """One tokenised sequence: parallel lists of vocabulary, cell, time, goal and feature ids."""
 
     tok: list[int] = field(default_factory=list)
     cell: list[int] = field(default_factory=list)
     time: list[int] = field(default_factory=list)
     goal: list[int] = field(default_factory=list)
+    feat: list[int] = field(default_factory=list)
 
-    def add(self, tok: int, cell: int = 0, time: int = 0, goal: int = 0) -> None:
+    def add(self, tok: int, cell: int = 0, time: int = 0, goal: int = 0, feat: int = 0) -> None:
         self.tok.append(tok)
         self.cell.append(cell)
         self.time.append(time)
         self.goal.append(goal)
+        self.feat.append(feat)
 
     def __len__(self) -> int:
         return len(self.tok)
 
     def __add__(self, other: Sequence) -> Sequence:
         return Sequence(self.tok + other.tok, self.cell + other.cell, self.time + other.time,
-                        self.goal + other.goal)
+                        self.goal + other.goal, self.feat + other.feat)
 
 
 def check_instance(inst: Any) -> None:
@@ -120,11 +134,37 @@ def encode_prompt(inst: Any) -> Sequence:
     return seq
 
 
-def forced_prefix(inst: Any, agent: int) -> list[tuple[int, int, int, int]]:
-    """(tok, cell, time, goal) of agent ``agent``'s label and start, written by the decoder."""
+def at(path: list[tuple[int, int]], t: int) -> tuple[int, int]:
+    """Where an agent following ``path`` stands at time ``t`` (it rests on its last cell)."""
+    return tuple(path[min(t, len(path) - 1)])
+
+
+def move_features(inst: Any, earlier: list[list[tuple[int, int]]], cell: tuple[int, int], t: int) -> int:
+    """The ``FEATURE_BITS`` bitmask of an agent on ``cell`` at time ``t`` (module docstring)."""
+    n, bits = inst.h, 0
+    r, c = cell
+    for m, (dr, dc) in enumerate(MOVES):
+        y = (r + dr, c + dc)
+        if not (0 <= y[0] < n and 0 <= y[1] < n) or y in inst.holes:
+            bits |= 1 << (3 * m)
+        if any(at(p, t + 1) == y for p in earlier):
+            bits |= 1 << (3 * m + 1)
+        if y != (r, c) and any(at(p, t) == y and at(p, t + 1) == (r, c) for p in earlier):
+            bits |= 1 << (3 * m + 2)
+    horizon = max((len(p) for p in earlier), default=0)
+    if any(at(p, s) == (r, c) for p in earlier for s in range(t + 1, horizon + 1)):
+        bits |= 1 << (3 * len(MOVES))
+    return bits
+
+
+def forced_prefix(inst: Any, agent: int, earlier: list[list[tuple[int, int]]]
+                  ) -> list[tuple[int, int, int, int, int]]:
+    """(tok, cell, time, goal, feat) of agent ``agent``'s label and start, written by the decoder;
+    ``earlier``: the paths of agents 1..``agent``."""
     r, c = inst.starts[agent]
     g = cell_index(*inst.goals[agent])
-    return [(AGENT0 + agent, 0, 0, g), (cell_token(r, c), cell_index(r, c), 1, g)]
+    start = (cell_token(r, c), cell_index(r, c), 1, g, move_features(inst, earlier, (r, c), 0))
+    return [(AGENT0 + agent, 0, 0, g, 0), start]
 
 
 def encode_plan(inst: Any, paths: list[list[tuple[int, int]]]) -> tuple[Sequence, list[bool]]:
@@ -135,7 +175,8 @@ def encode_plan(inst: Any, paths: list[list[tuple[int, int]]]) -> tuple[Sequence
         if tuple(path[0]) != tuple(inst.starts[i]):
             raise ValueError(f"path {i + 1} starts at {path[0]}, not at agent {i + 1}'s start {inst.starts[i]}")
         goal = cell_index(*inst.goals[i])
-        for item in forced_prefix(inst, i):
+        earlier = [[tuple(x) for x in p] for p in paths[:i]]
+        for item in forced_prefix(inst, i, earlier):
             seq.add(*item)
             written.append(False)
         for t in range(1, len(path)):
@@ -143,7 +184,8 @@ def encode_plan(inst: Any, paths: list[list[tuple[int, int]]]) -> tuple[Sequence
             move = (r - r0, c - c0)
             if move not in MOVES:
                 raise ValueError(f"path {i + 1} jumps from {(r0, c0)} to {(r, c)} at time {t}")
-            seq.add(MOVE0 + MOVES.index(move), cell_index(r, c), 1 + t, goal)
+            seq.add(MOVE0 + MOVES.index(move), cell_index(r, c), 1 + t, goal,
+                    move_features(inst, earlier, (r, c), t))
             written.append(True)
         seq.add(SEP, goal=goal)
         written.append(True)

@@ -90,6 +90,10 @@ class SmallConfig(PluginConfig):
     """Longest sequence (prompt + plan) in tokens."""
     init_seed: int = Field(0, ge=0)
     """Seed of the initial weights; fixed (not the run seed) so runs share one warm start."""
+    local_features: bool = False
+    """Add to every plan token the goal's offset from its cell and what each next move would run
+    into (off the grid or a hole, an earlier agent's cell, a swap; ``codec.move_features``): a
+    representation that reads the same on every position and map size."""
     max_path_factor: float = Field(3.0, gt=0.0)
     """Cells generated per agent are capped at ceil(factor x map side); the decoder then ends the path."""
     learning_rate: float = Field(3e-4, gt=0.0, le=1.0)
@@ -245,7 +249,8 @@ def warmstart_key(config: SmallConfig, tasks: Sequence[Task]) -> str:
     """Hash of everything the warm-started weights depend on."""
     import torch
 
-    arch = {k: getattr(config, k) for k in ("d_model", "layers", "heads", "ff_mult", "max_len", "init_seed")}
+    arch = {k: getattr(config, k) for k in ("d_model", "layers", "heads", "ff_mult", "max_len", "init_seed",
+                                            "local_features")}
     settings = config.warmstart.model_dump(exclude={"cache"})
     examples = hashlib.sha256(json.dumps([t.data for t in tasks], sort_keys=True).encode()).hexdigest()
     blob = json.dumps({"arch": arch, "warmstart": settings, "examples": examples, "codec": CODEC_VERSION,
@@ -307,7 +312,7 @@ class SmallTrainer(Trainer):
 
         torch.manual_seed(self.config.init_seed)
         c = self.config
-        return SmallTransformer(c.d_model, c.layers, c.heads, c.ff_mult, c.max_len)
+        return SmallTransformer(c.d_model, c.layers, c.heads, c.ff_mult, c.max_len, c.local_features)
 
     def _new_optimizer(self) -> Any:
         import torch
@@ -399,7 +404,7 @@ class SmallTrainer(Trainer):
         from trainers.grpo_objective import aggregate, clip_fraction, clipped_token_loss, group_advantages
         from trainers.small import codec
         from trainers.small.codec import text_of
-        from trainers.small.model import pad_left, sequence_logprobs
+        from trainers.small.model import FIELDS, pad_left, sequence_logprobs
 
         cfg = self.config
         G = cfg.num_generations
@@ -421,7 +426,7 @@ class SmallTrainer(Trainer):
             written.append([False] * len(prompt) + d.written)
         advantages = group_advantages(rewards, G, cfg.scale_rewards)                  # (B,)
         full = pad_left(seqs, written)
-        fields = ("tok", "cell", "time", "goal", "real", "written")
+        fields = (*FIELDS, "real", "written")
         inputs = {"advantages": advantages, "completion_mask": full.written[:, 1:].float(),
                   **{k: getattr(full, k) for k in fields}}
         kept, scale = drop_zero_advantage_rows(inputs, cfg.loss_type)
@@ -430,7 +435,7 @@ class SmallTrainer(Trainer):
         self.model.eval()
         with torch.no_grad():
             old = sequence_logprobs(self.model, batch, cfg.temperature)             # (K, T-1)
-        losses, clipped = [], []
+        losses, clipped, norms = [], [], []
         self.model.train()
         for _ in range(cfg.num_iterations):
             logp = sequence_logprobs(self.model, batch, cfg.temperature)
@@ -438,12 +443,13 @@ class SmallTrainer(Trainer):
             loss = aggregate(token_loss, mask, cfg.loss_type, mask.shape[1]) * scale
             self.optimizer.zero_grad(set_to_none=True)
             loss.backward()
-            torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.max_grad_norm)
+            norms.append(float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.max_grad_norm)))
             self.optimizer.step()
             losses.append(float(loss.detach()))
             clipped.append(clip_fraction(logp.detach(), old, kept["advantages"], mask, cfg.epsilon))
         self.model.eval()
         return {"loss": float(np.mean(losses)), "clip_fraction": float(np.mean(clipped)),
+                "grad_norm": float(np.mean(norms)),
                 "reward": float(np.mean(rewards)), "valid": float(np.mean([s["valid"] for s in scored])),
                 "kept_rows": float(batch.tok.shape[0]), "scored": scored}
 
