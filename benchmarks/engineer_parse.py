@@ -12,7 +12,11 @@ and prints per mode:
 * ``tokens``: mean generated tokens per call; ``s/call``: mean wall seconds of the call;
 * ``s/token``: seconds per generated token (whole call / tokens, prompt prefill included);
 * ``mask ms/token``: the constraint's own time per token (llguidance mask + applying it), i.e.
-  the overhead per token the constraint adds to decoding.
+  the overhead per token the constraint adds to decoding;
+* ``copied``: answers equal to the prompt's example (``diagnostics.copied_example``), of all
+  answers; ``unchanged``: calls whose config for the next round is the current one;
+  ``distinct``: different answers (parsed proposals) among the ``n`` calls (a model that answers
+  the same whatever the history has 1).
 
 ``--temperature`` > 0 samples (seed per history), 0 decodes greedily. ``--modes`` picks
 ``constrained``, ``free`` or both. ``--json`` writes every call's record to a file.
@@ -285,15 +289,19 @@ def run_calls(args, modes, policy, tokenizer, testbed, records: list[dict]) -> N
             d = design.diagnostics
             tokens = d["answer_tokens"] if d["answer_tokens"] is not None else len(
                 tokenizer(design.output or "", add_special_tokens=False)["input_ids"]) + 1
+            projected, _ = testbed.project(design.raw, ctx.proposal)
             rec = {"mode": mode, "seed": args.seed + i, "parsed": d["parsed"], "usable": d["usable_output"],
                    "tokens": tokens, "seconds": round(seconds, 2), "mask_seconds": d["mask_seconds"],
-                   "status": d["status"]}
+                   "status": d["status"], "answers": d["answers"], "copied": d["copied_example"],
+                   "unchanged": projected == ctx.proposal, "raw": design.raw,
+                   "projected": projected.model_dump(mode="json")}
             records.append(rec)
             print(json.dumps(rec), flush=True)
 
 
 def summarise(modes: list[str], records: list[dict]) -> None:
-    print(f"{'mode':<12}{'parsed':>8}{'usable':>8}{'tokens':>8}{'s/call':>8}{'s/token':>9}{'mask ms/token':>15}")
+    print(f"{'mode':<12}{'parsed':>8}{'usable':>8}{'tokens':>8}{'s/call':>8}{'s/token':>9}{'mask ms/token':>15}"
+          f"{'copied':>9}{'unchanged':>10}{'distinct':>9}")
     for mode in modes:
         rows = [r for r in records if r["mode"] == mode]
         if not rows:
@@ -303,7 +311,10 @@ def summarise(modes: list[str], records: list[dict]) -> None:
         mask_text = f"{1000 * sum(mask) / tokens:.2f}" if mask else "-"
         print(f"{mode:<12}{sum(r['parsed'] for r in rows):>5}/{len(rows):<2}{sum(r['usable'] for r in rows):>5}/"
               f"{len(rows):<2}{tokens / len(rows):>8.0f}{np.mean([r['seconds'] for r in rows]):>8.1f}"
-              f"{sum(r['seconds'] for r in rows) / tokens:>9.3f}{mask_text:>15}")
+              f"{sum(r['seconds'] for r in rows) / tokens:>9.3f}{mask_text:>15}"
+              f"{sum(r['copied'] for r in rows):>5}/{sum(r['answers'] for r in rows):<3}"
+              f"{sum(r['unchanged'] for r in rows):>6}/{len(rows):<3}"
+              f"{len({json.dumps(r['raw'], sort_keys=True) for r in rows}):>6}/{len(rows):<2}")
     print(f"load at the end {os.getloadavg()[0]:.1f}")
 
 

@@ -75,6 +75,7 @@ from curriculum.registry import ENGINEERS, TESTBEDS
 from curriculum.report import (RunSummary, plot_distribution, plot_final_by_size, plot_score_curves,
                                bucket_order, rates_by_size)
 
+from curriculum.answers import answer_counts
 from curriculum.rundir import RunDir, run_path, write_json
 from curriculum.stem import Stem, fork_member, plan_stems, round0_key, shares_round0
 from curriculum.stats import (VarianceComponents, binomial_default_variance, bootstrap_mean_ci,
@@ -973,6 +974,12 @@ def summarize(spec: CompareSpec, summaries: dict[tuple[str, int], RunSummary],
     simulated = any(s.simulated for s in summaries.values())
     sizes = sorted({k for s in summaries.values() for m in s.metrics for k in rates_by_size(m)}, key=bucket_order)
     runs = [_run_row(o, summaries.get((o.engineer, o.seed)), sizes, task_scores, start_scores) for o in outcomes]
+    summary = {e: _engineer_summary(e, spec, summaries, rounds, sizes) for e in spec.engineers}
+    for e in spec.engineers:  # engineers that ask a model: its answers and copies of the prompt's example
+        answered = [r for r in runs if r["engineer"] == e and "answers" in r]
+        if answered:
+            summary[e]["answers"] = sum(r["answers"] for r in answered)
+            summary[e]["copied_example"] = sum(r["copied_example"] for r in answered)
     return statistics({
         "simulated": simulated,
         "notice": SIMULATED_NOTICE if simulated else "",
@@ -985,7 +992,7 @@ def summarize(spec: CompareSpec, summaries: dict[tuple[str, int], RunSummary],
                  "instances of the suite)",
         "suite": _suite_of(summaries.values()),
         "sizes": sizes,
-        "summary": {e: _engineer_summary(e, spec, summaries, rounds, sizes) for e in spec.engineers},
+        "summary": summary,
         "design": spec.design.model_dump(mode="json") if spec.design is not None else None,
         "runs": runs,
     })
@@ -1053,6 +1060,9 @@ def _run_row(o: RunOutcome, s: RunSummary | None, sizes: list[str],
                                   if k.startswith(("valid_rate", "optimal_rate"))},
                    data_ratio=[[r.get(z, 0.0) for z in sizes] for r in s.data_ratio],
                    zero_spread_share=[None if math.isnan(x) else x for x in s.zero_spread_share])
+        answered = answer_counts(o.path) if (o.path / "rounds").is_dir() else None
+        if answered and answered["rounds"]:  # an engineer that asks a model: how often it copied the example
+            row["answers"], row["copied_example"] = answered["answers"], answered["copied_example"]
         if s.complete and s.scores and task_scores.get((o.engineer, o.seed)):
             row["task_scores"] = task_scores[(o.engineer, o.seed)]
             if (o.engineer, o.seed) in start_scores:
@@ -1116,17 +1126,21 @@ def results_table(data: dict[str, Any]) -> Any:
     rates = [(label, key) for label, key in (("final valid", "final_valid_rate"), ("final optimal", "final_optimal_rate"),
                                              ("groups without spread", "zero_spread_share"))
              if any(s.get("n") and _measured(s.get(key)) for s in data["summary"].values())]
-    for col in ("engineer", "runs", "final score [95% CI]", "mean over rounds", *(label for label, _ in rates)):
+    # An engineer that asks a model: how many of its answers were the prompt's example.
+    asked = any("answers" in s for s in data["summary"].values())
+    for col in ("engineer", "runs", "final score [95% CI]", "mean over rounds", *(label for label, _ in rates),
+                *(["copied example"] if asked else [])):
         main.add_column(col, justify="left" if col == "engineer" else "right")
     for e in data["engineers"]:
         s = data["summary"][e]
+        copied = ([f"{s['copied_example']}/{s['answers']}" if "answers" in s else "—"] if asked else [])
         if not s.get("n"):
-            main.add_row(e, "0", "—", "—", *("—" for _ in rates))
+            main.add_row(e, "0", "—", "—", *("—" for _ in rates), *copied)
             continue
         f = s["final_score"]
         main.add_row(e, str(s["n"]), f"{f['mean']:.3f} [{f['low']:.3f}, {f['high']:.3f}]",
                      f"{s['mean_score_over_rounds']:.3f}",
-                     *(f"{s[key]:.3f}" if _measured(s.get(key)) else "—" for _, key in rates))
+                     *(f"{s[key]:.3f}" if _measured(s.get(key)) else "—" for _, key in rates), *copied)
     pair = Table(title="Paired differences of the final score, exploratory (a − b, same seeds; t 95% CI over "
                        "seeds; sign-flip p over seeds, Holm-adjusted over all pairs)", title_justify="left")
     for col in ("a − b", "mean diff", "95% CI", "p (Holm)", "n"):

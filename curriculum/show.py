@@ -13,6 +13,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from curriculum.answers import round_answers
 from curriculum.console import eval_table, proposal_table
 from curriculum.core.records import LEGACY_SUITE, suite_label
 from curriculum.rundir import RunDir
@@ -37,7 +38,7 @@ def _show_rounds(run: RunDir, run_dir: Path, rounds: list[int], console: Console
         table.add_column(column)
     legacy = False
     answers: list[tuple[bool, bool]] = []  # (parsed, constrained) of each model answer
-    copies = 0  # answers whose config is the answer format's example (nothing designed)
+    said, copies = 0, 0  # the model's answers (one per attempt); those equal to the prompt's example
     for index in rounds:
         report = run.load_round(index)
         design = report.design
@@ -45,7 +46,8 @@ def _show_rounds(run: RunDir, run_dir: Path, rounds: list[int], console: Console
         parsed = design.diagnostics.get("parsed") if design else None
         if parsed is not None:
             answers.append((bool(parsed), bool(design.diagnostics.get("constrained"))))
-            copies += bool(design.diagnostics.get("copied_example"))
+            answered, copied = round_answers(design.diagnostics)
+            said, copies = said + answered, copies + copied
         table.add_row(str(index), "-" if report.test is None else f"{report.test.score:.4f}",
                       f"{report.eval.score:.4f}",
                       f"{report.train_metrics.get('train/mean_reward', float('nan')):.4f}",
@@ -58,7 +60,7 @@ def _show_rounds(run: RunDir, run_dir: Path, rounds: list[int], console: Console
     if answers:
         modes = sorted({"constrained" if c else "free text" for _, c in answers})
         console.print(f"engineer answers parsed: {sum(p for p, _ in answers)}/{len(answers)} ({', '.join(modes)}); "
-                      f"equal to the prompt's example: {copies}/{len(answers)}")
+                      f"answers equal to the prompt's example: {copies}/{said}")
 
 
 def _show_round(run: RunDir, round_index: int, console: Console) -> None:

@@ -5,15 +5,19 @@ every string the constraint admits is a complete answer of bounded length:
 
 * a ``BucketSpace`` (MAPF: sizes ``3x3`` … ``10x10``): an object with exactly the keys
   ``reasoning``, ``summary`` and the space's container, in that order (the model reasons first,
-  inside the JSON); the container holds every bucket, in the declared order, each with the share
-  and every knob as a number in its legal range with at most ``decimals`` decimals (JSON schema
-  ``minimum``/``maximum``/``multipleOf``);
+  inside the JSON); the container holds the buckets the answer changes, in the declared order,
+  each with the share and the knobs it changes as numbers in their legal ranges with at most
+  ``decimals`` decimals (JSON schema ``minimum``/``maximum``/``multipleOf``). Buckets and their
+  fields are optional (at least one bucket, each with at least one field: ``minProperties``):
+  what the answer leaves out keeps its current value (``project`` fills it from the proposal
+  before), as the prompt says;
 * ``reasoning`` and ``summary`` are strings of at most ``reasoning_chars`` / ``summary_chars``
   characters from a plain ASCII class (letters, digits, spaces and ``.,;:!?%()+=<>/'-``), so a
   character is never more than one token and never needs an escape;
 * no whitespace between JSON tokens (llguidance's compact default).
 
-The longest admitted answer therefore has ``max_answer_chars(schema)`` characters, and, every
+The longest admitted answer (every optional bucket and field written) therefore has
+``max_answer_chars(schema)`` characters, and, every
 token being at least one character, at most that many tokens plus the end-of-sequence token:
 ``answer_token_budget``. Under that budget the decoder cannot run out before the JSON closes.
 The shares are not forced to sum to 1 (a JSON schema cannot say so); the testbed's ``project``
@@ -67,9 +71,9 @@ def answer_schema(space: Any, proposal_model: type[BaseModel], *, reasoning_char
         return {"type": "number", "minimum": low, "maximum": high, "multipleOf": step}
 
     fields = {space.share_key: number(0.0, 1.0), **{k.name: number(k.low, k.high) for k in space.knobs}}
-    bucket = {"type": "object", "properties": fields, "required": list(fields), "additionalProperties": False}
-    container = {"type": "object", "properties": {b: bucket for b in space.buckets},
-                 "required": list(space.buckets), "additionalProperties": False}
+    bucket = {"type": "object", "properties": fields, "minProperties": 1, "additionalProperties": False}
+    container = {"type": "object", "properties": {b: bucket for b in space.buckets}, "minProperties": 1,
+                 "additionalProperties": False}
     return {"type": "object",
             "properties": {"reasoning": _text(reasoning_chars), "summary": _text(summary_chars),
                            space.container: container},
@@ -81,16 +85,14 @@ def _text(chars: int) -> dict[str, Any]:
 
 
 def max_answer_chars(schema: dict[str, Any]) -> int | None:
-    """Characters of the longest compact JSON ``schema`` admits (``None``: unbounded or not one
-    of ``answer_schema``'s shapes)."""
+    """Characters of the longest compact JSON ``schema`` admits, every optional property written
+    (``None``: unbounded or not one of ``answer_schema``'s shapes)."""
     def longest(node: dict[str, Any]) -> int | None:
         kind = node.get("type")
         if kind == "object":
             if node.get("additionalProperties", True) is not False:
                 return None
             props = node.get("properties", {})
-            if set(node.get("required", [])) != set(props):
-                return None
             total = 2 + max(0, len(props) - 1)  # braces and commas
             for key, sub in props.items():
                 inner = longest(sub)

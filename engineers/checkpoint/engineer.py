@@ -9,7 +9,9 @@
    engineer's state; T from ``ctx.run_info`` (and the testbed's current reward weights for the full variant).
 2. Build the chat prompt (``prompt.build_messages``) and ask the engineer model: ``checkpoint``
    → ``ctx.policy``; ``base`` → ``ctx.base_policy()``; ``endpoint`` → ``EndpointPolicy``. On a vLLM
-   policy with ``structured_output`` the answer is decoded under ``prompt.output_schema``.
+   policy with ``structured_output`` the answer is decoded under ``prompt.output_schema``. The
+   prompt shows no config a model could take over: placeholders under the answer schema, an
+   implausible partial example in free text (``prompt`` module docstring).
 3. Parse the answer leniently (``parse.parse_answer`` with the space, so its container and bucket
    names mark a proposal); up to ``attempts`` generations until one
    holds a config. ``Design.raw`` is the parsed config (``None`` when nothing usable came back, or
@@ -17,6 +19,10 @@
    at path ``""``; ``notes["status"]`` says why in words).
 4. Run the testbed's ``project`` on a copy to compute diagnostics (``diagnostics`` module) on the
    config that will actually train. The controller runs ``project`` again and stores its changes.
+
+Per round, ``diagnostics`` count the model's ``answers`` (one per attempt) and how many of them
+are the prompt's example (``copied_example``); ``curriculum.answers.answer_counts`` sums both
+over a run directory.
 
 State (saved each round, restored on resume): the summary to show as module S next round, and the
 counts of designs and of designs with a usable config.
@@ -28,7 +34,6 @@ import re
 import time
 from typing import Any
 
-import numpy as np
 from pydantic import BaseModel
 
 from curriculum.core.breakdown import EvalBreakdown
@@ -48,7 +53,7 @@ from engineers.checkpoint.constrained import (
 from engineers.checkpoint.diagnostics import edit_granularity, frontier_movement, summary_consistency
 from curriculum.core.endpoint import EndpointError, EndpointPolicy
 from engineers.checkpoint.parse import ParsedAnswer, looks_like_proposal, parse_answer
-from engineers.checkpoint.prompt import build_messages, output_schema, prompt_text, rounded_example
+from engineers.checkpoint.prompt import build_messages, implausible_example, output_schema, prompt_text, rounded
 from testbeds.buckets import groups_of
 
 DEFAULT_MAX_NEW_TOKENS = 512
@@ -140,10 +145,14 @@ class CheckpointEngineer(Engineer):
                                                        reward=_reward_info(ctx.testbed))
         return ctxmod.build_context(spec, **texts)
 
+    def example(self, ctx: DesignContext) -> dict[str, Any] | None:
+        """The example answer the prompt shows: none when the answer schema carries the format
+        (``structured_output``), else ``prompt.implausible_example`` (``prompt`` module docstring)."""
+        return None if self.config.structured_output else implausible_example(ctx.testbed.proposal_space)
+
     def messages(self, ctx: DesignContext, spec: ContextSpec) -> list[dict[str, str]]:
         """The full chat prompt for this round."""
-        return build_messages(self.render_context(ctx, spec), rounded_example(_example_proposal(ctx)),
-                              ctx.testbed.proposal_space)
+        return build_messages(self.render_context(ctx, spec), ctx.testbed.proposal_space, self.example(ctx))
 
     # -- design -------------------------------------------------------------------------------------
     @classmethod
@@ -158,7 +167,8 @@ class CheckpointEngineer(Engineer):
         messages = self.messages(ctx, spec)
         started = time.perf_counter()
         self.last_stats = None
-        outputs, parsed, decoding, failure = self._ask(ctx, messages)
+        outputs, parses, decoding, failure = self._ask(ctx, messages)
+        parsed = parses[-1] if parses else None
         found, raw, projected, changes, rejected, usable = self.judge(ctx, parsed)
         summary = parsed.summary[:self.config.summary_max_chars] if parsed and parsed.summary else None
         status = failure or _status(usable, found, rejected, parsed)
@@ -174,7 +184,9 @@ class CheckpointEngineer(Engineer):
                        "error": parsed.error} if parsed else None),
             "parsed": found,
             "constrained": decoding.startswith(("llguidance", "vLLM structured")),
-            "copied_example": usable and _equals_example(ctx, projected),
+            "answers": len(outputs),
+            "copied_example": sum(copies_example(p.proposal, self.example(ctx), ctx.testbed.proposal_space)
+                                  for p in parses),
             "project_changes": len(changes),
             "project_changed": [f"{c.path}: {c.reason}" for c in changes][:40],
             "answer_tokens": self.last_stats.tokens if self.last_stats else None,
@@ -201,13 +213,13 @@ class CheckpointEngineer(Engineer):
         return found, raw, projected, changes, rejected, found and rejected is None
 
     def _ask(self, ctx: DesignContext,
-             messages: list[dict[str, str]]) -> tuple[list[str], ParsedAnswer | None, str, str]:
+             messages: list[dict[str, str]]) -> tuple[list[str], list[ParsedAnswer], str, str]:
         """Up to ``attempts`` generations, stopping at the first that parses to a proposal; returns
-        (outputs, the last parse, the decoding used, a failure status or "")."""
+        (outputs, their parses, the decoding used, a failure status or "")."""
         task = Task(id=f"engineer-round{ctx.round}", messages=messages)
         seed = int(ctx.rng.integers(0, 2**31 - 1))
         outputs: list[str] = []
-        parsed: ParsedAnswer | None = None
+        parses: list[ParsedAnswer] = []
         decoding = "free text + lenient parsing"
         try:
             policy = self.engineer_policy(ctx)
@@ -215,12 +227,12 @@ class CheckpointEngineer(Engineer):
             for attempt in range(self.config.attempts):
                 completion, decoding = self._generate(policy, task, ctx, seed + attempt, attempt)
                 outputs.append(completion.text)
-                parsed = parse_answer(completion.text, space)
-                if parsed.proposal is not None and looks_like_proposal(parsed.proposal, space):
+                parses.append(parse_answer(completion.text, space))
+                if parses[-1].proposal is not None and looks_like_proposal(parses[-1].proposal, space):
                     break
         except EndpointError as err:
-            return outputs, None, decoding, f"endpoint failed, kept the previous config: {err}"
-        return outputs, parsed, decoding, ""
+            return outputs, [], decoding, f"endpoint failed, kept the previous config: {err}"
+        return outputs, parses, decoding, ""
 
     def _edit_diagnostics(self, ctx: DesignContext, raw: Any, projected: dict[str, Any],
                           summary: str | None) -> Diagnostics:
@@ -376,22 +388,13 @@ def _field_info(space: Any) -> tuple[dict[str, tuple[float, float]] | None, dict
     return None, None
 
 
-def _example_proposal(ctx: DesignContext) -> BaseModel:
-    """The neutral example shown in the answer format: equal shares, every knob at its neutral
-    value (MAPF: 20% holes, no waits) — never the current or round-0 config, so V4's omission
-    holds; for a testbed without a bucket space a fixed-seed random legal proposal."""
-    space = ctx.testbed.proposal_space
-    if isinstance(space, BucketSpace):
-        raw = space.write(space.uniform(), ctx.proposal.model_dump(mode="json"))
-        return ctx.testbed.proposal_model.model_validate(raw)
-    return ctx.testbed.random_proposal(np.random.default_rng(0))
-
-
-def _equals_example(ctx: DesignContext, projected: BaseModel) -> bool:
-    """Whether the config that will train is the answer format's example (equal shares, neutral
-    knobs) once projected: a model that copies the example has not designed anything."""
-    example, _ = ctx.testbed.project(rounded_example(_example_proposal(ctx)), ctx.proposal)
-    return example.model_dump(mode="json") == projected.model_dump(mode="json")
+def copies_example(proposal: Any, example: dict[str, Any] | None, space: BucketSpace) -> bool:
+    """Whether an answer's proposal is the prompt's example (``example``; ``None``: the prompt
+    showed none): the same buckets with the same fields and values, rounded to 3 decimals, once
+    lenient bucket keys are normalised (``_bucket_view``)."""
+    if example is None or not isinstance(proposal, dict):
+        return False
+    return rounded(_bucket_view(proposal, space)) == rounded(example)
 
 
 def _reward_info(testbed: Any) -> dict[str, Any] | None:

@@ -5,9 +5,15 @@ generator config of your own next training round; never write instances), the us
 the context modules (``context.build_context``) and the answer format: brief reasoning, then one
 JSON object ``{"summary": "...", "<container>": {...}}`` — ``summary`` is one or two sentences
 that explain the choice (carried forward as module S), the container (MAPF: ``sizes``;
-reasoning_gym: ``buckets``) is the new generator config, described from the testbed's declared
-``BucketSpace`` (container, unit, share key, knobs). A compact, complete example (equal shares)
-is included so that small models copy the shape.
+reasoning_gym: ``buckets``) holds the buckets the answer changes, described from the testbed's
+declared ``BucketSpace`` (container, unit, share key, knobs); a bucket or field left out keeps
+its current value. The format never shows a config a model could take over as its answer:
+
+* decoded under the answer schema (``structured_output``), the schema carries the format, and
+  the prompt shows the shape with placeholders only (``answer_template``: no number at all);
+* free text shows ``implausible_example``: a partial answer that no sensible curriculum writes
+  (a trickle of data on the easiest bucket, the rest on the hardest with every knob at its
+  hardest), so that a model that copies it is seen to copy (``copied_example``).
 
 ``output_schema`` is the testbed's proposal JSON schema with ``reasoning`` and ``summary`` string
 properties added at the top level (used for schema-constrained decoding: vLLM structured outputs
@@ -41,15 +47,35 @@ object, with no comments, in this shape:
 "summary": one or two sentences explaining your choice (you will read it next round).
 {fields}"""
 
+PLACEHOLDER_NOTE = "Replace every <...> with your own choice; write only the {unit}s you change."
+EXAMPLE_NOTE = ("This example only shows the format; it is not a sensible curriculum. Decide your own "
+                "values from the results above.")
+
 
 def fields_text(space: BucketSpace) -> str:
     """The answer format's lines about the proposal fields, from the declared bucket space (MAPF:
-    ``"sizes": every map size with data_ratio, hole_ratio and wait_ratio. ...``)."""
+    ``"sizes": the map sizes you change, each with any of data_ratio, hole_ratio and wait_ratio. ...``)."""
     keys = [space.share_key, *(k.name for k in space.knobs)]
     listed = keys[0] if len(keys) == 1 else ", ".join(keys[:-1]) + " and " + keys[-1]
-    return (f'"{space.container}": every {space.unit} with {listed}. The {space.share_key} values are '
-            f"shares of the training data and must sum to 1. Values outside the legal range are clipped; "
-            f"a missing {space.unit} or field keeps its current value.")
+    return (f'"{space.container}": the {space.unit}s you change, each with any of {listed}. The '
+            f"{space.share_key} values are shares of the training data (they are rescaled to sum to 1). "
+            f"Values outside the legal range are clipped; a {space.unit} or field you leave out keeps "
+            "its current value.")
+
+
+def answer_template(space: BucketSpace) -> str:
+    """The answer's shape with placeholders and no number (the format under the answer schema)."""
+    fields = ", ".join(f'"{key}": <{key}>' for key in (space.share_key, *(k.name for k in space.knobs)))
+    return ('{"reasoning": "<what the results show>", "summary": "<why you chose this>", '
+            f'"{space.container}": {{"<{space.unit}>": {{{fields}}}, ...}}}}')
+
+
+def implausible_example(space: BucketSpace) -> dict[str, Any]:
+    """A partial answer no sensible curriculum writes (module docstring): 1 % of the data on the
+    easiest bucket, 99 % on the hardest with every knob at its hardest legal value."""
+    hardest = {k.name: (k.low if k.harder == "lower" else k.high) for k in space.knobs}
+    return {space.container: {space.buckets[0]: {space.share_key: 0.01},
+                              space.buckets[-1]: {space.share_key: 0.99, **hardest}}}
 
 
 def example_answer(proposal_example: dict[str, Any], container: str = "sizes") -> str:
@@ -62,9 +88,14 @@ def example_answer(proposal_example: dict[str, Any], container: str = "sizes") -
     return ('{\n  "summary": "<why you chose this>",\n  "' + container + '": {\n' + ",\n".join(rows) + "\n  }\n}")
 
 
-def build_messages(context: str, proposal_example: dict[str, Any], space: BucketSpace) -> list[dict[str, str]]:
-    """``[system, user]`` chat messages: the context, then the answer format with an example."""
-    answer = FORMAT.format(example=example_answer(proposal_example, space.container), fields=fields_text(space))
+def build_messages(context: str, space: BucketSpace, example: dict[str, Any] | None) -> list[dict[str, str]]:
+    """``[system, user]`` chat messages: the context, then the answer format, shown by
+    ``example`` (a partial answer) or, when ``None``, by ``answer_template``."""
+    if example is None:
+        shape, note = answer_template(space), PLACEHOLDER_NOTE.format(unit=space.unit)
+    else:
+        shape, note = example_answer(example, space.container), EXAMPLE_NOTE
+    answer = FORMAT.format(example=shape, fields=f"{fields_text(space)}\n{note}")
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": f"{context}\n\n{answer}"}]
 
 
@@ -83,16 +114,12 @@ def output_schema(proposal_model: type[BaseModel]) -> dict[str, Any]:
     return {**schema, "properties": properties, "required": required}
 
 
-def rounded_example(proposal: BaseModel, digits: int = 3) -> dict[str, Any]:
-    """A proposal dumped to JSON with floats rounded (short, readable example values)."""
-    return _round(proposal.model_dump(mode="json"), digits)
-
-
-def _round(value: Any, digits: int) -> Any:
+def rounded(value: Any, digits: int = 3) -> Any:
+    """A JSON value with every float rounded to ``digits`` decimals (compares answers by value)."""
     if isinstance(value, float):
         return round(value, digits)
     if isinstance(value, dict):
-        return {k: _round(v, digits) for k, v in value.items()}
+        return {k: rounded(v, digits) for k, v in value.items()}
     if isinstance(value, list):
-        return [_round(v, digits) for v in value]
+        return [rounded(v, digits) for v in value]
     return value

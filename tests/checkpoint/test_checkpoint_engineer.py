@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 import types
 
@@ -68,7 +69,7 @@ def test_prompt_modules_follow_the_preset_and_v4_hides_round0_config():
     assert "## T. Training details" in v6 and "## S." not in v6
     assert "## G." not in v1 and "## H." not in v1 and "## F." in v1
     for prompt in (v1, v3, v4, v6):
-        assert '"summary": "<why you chose this>"' in prompt and '"10x10": {"data_ratio": 0.125' in prompt
+        assert '"summary": "<why you chose this>"' in prompt and '"<map size>": {"data_ratio": <data_ratio>' in prompt
 
 
 def test_unusable_output_keeps_previous_config_with_a_clear_change():
@@ -134,7 +135,8 @@ def test_vllm_policies_get_schema_constrained_decoding(monkeypatch):
     design = CheckpointEngineer(CheckpointEngineerConfig()).design(make_ctx(VLLMPolicy()))
     schema = seen["params"]["structured_outputs"].json
     assert schema["required"][:2] == ["reasoning", "summary"] and "sizes" in schema["properties"]
-    assert schema["properties"]["sizes"]["required"] == list(SIZES)  # the finite answer schema
+    sizes = schema["properties"]["sizes"]  # the finite answer schema: every size, each optional
+    assert list(sizes["properties"]) == list(SIZES) and "required" not in sizes and sizes["minProperties"] == 1
     # The policy's 99 tokens cannot hold a complete answer: the schema's bound is used instead.
     assert seen["params"]["max_tokens"] == answer_token_budget(schema) > 99
     assert design.raw["sizes"]["5x5"]["hole_ratio"] == 0.11 and design.notes["summary"] == "s"
@@ -221,12 +223,79 @@ def test_vllm_api_mismatch_falls_back_to_free_decoding(monkeypatch):
     assert "structured outputs unavailable" in design.diagnostics["decoding"]
 
 
-def test_an_answer_that_copies_the_prompts_example_is_flagged():
-    example = config_json([0.125] * 8, hole=0.2, wait=0.0)  # the answer format's example
+def test_the_prompt_shows_no_config_a_model_could_take_over():
+    """Under the answer schema the format is placeholders without a number; in free text the
+    example is partial and implausible (1 % on 3x3, 99 % on 10x10 at the hardest knobs)."""
+    constrained = CheckpointEngineer(CheckpointEngineerConfig()).design(make_ctx(ScriptedPolicy(["{}"]))).prompt
+    answer_format = constrained[constrained.index("## Your answer"):]
+    shape = answer_format.split("```json")[1].split("```")[0]
+    assert '"<map size>": {"data_ratio": <data_ratio>' in shape and not any(ch.isdigit() for ch in shape)
+    assert "write only the map sizes you change" in answer_format
+    free = CheckpointEngineer(CheckpointEngineerConfig(structured_output=False)).design(
+        make_ctx(ScriptedPolicy(["{}"]))).prompt
+    assert '"3x3": {"data_ratio": 0.01}' in free
+    assert '"10x10": {"data_ratio": 0.99, "hole_ratio": 0.5, "wait_ratio": 1.0}' in free
+    assert "not a sensible curriculum" in free
+
+
+def test_answers_that_copy_the_prompts_example_are_counted():
+    example = {"sizes": {"3x3": {"data_ratio": 0.01}, "10x10": {"data_ratio": 0.99, "hole_ratio": 0.5,
+                                                                  "wait_ratio": 1.0}}}
     designed = config_json([0.05, 0.05, 0.2, 0.4, 0.1, 0.1, 0.05, 0.05], hole=0.2)
-    flags = []
+    counts = []
     for proposal in (example, designed):
-        design = CheckpointEngineer(CheckpointEngineerConfig()).design(make_ctx(ScriptedPolicy([answer(proposal)])))
+        design = CheckpointEngineer(CheckpointEngineerConfig(structured_output=False)).design(
+            make_ctx(ScriptedPolicy([answer(proposal)])))
         assert design.diagnostics["usable_output"]
-        flags.append(design.diagnostics["copied_example"])
-    assert flags == [True, False]
+        counts.append((design.diagnostics["answers"], design.diagnostics["copied_example"]))
+    assert counts == [(1, 1), (1, 0)]
+    # Two attempts, the first without a config: two answers.
+    design = CheckpointEngineer(CheckpointEngineerConfig(structured_output=False, attempts=2)).design(
+        make_ctx(ScriptedPolicy(["no config", answer(example)])))
+    assert (design.diagnostics["answers"], design.diagnostics["copied_example"]) == (2, 1)
+
+
+class ExampleCopier(ScriptedPolicy):
+    """What the 135M engineer did: answers with the prompt's example when the prompt shows one;
+    otherwise it reads F's valid rates and puts the data on the sizes between 20 % and 80 %."""
+
+    def __init__(self) -> None:
+        super().__init__([""])
+
+    def generate(self, tasks, *, max_new_tokens=None, temperature=None, seed=0):
+        from engineers.checkpoint.parse import parse_answer
+
+        prompt = tasks[0].messages[-1]["content"]
+        shown = parse_answer(prompt[prompt.index("## Your answer"):]).proposal
+        if shown and any(isinstance(v, dict) and isinstance(v.get("data_ratio"), float)
+                         for v in shown.get("sizes", {}).values()):
+            self.outputs = [answer(shown)]
+        else:
+            rates = {m[0]: float(m[1]) for m in re.findall(r"^\s*(\d+x\d+)\s+n=\d+\s+valid\s+([\d.]+)%",
+                                                           prompt, re.M)}
+            frontier = {s: {"data_ratio": 1.0} for s, r in rates.items() if 20 <= r <= 80}
+            rest = {s: {"data_ratio": 0.0} for s in rates if s not in frontier}
+            self.outputs = [answer({"sizes": {**frontier, **rest}})]
+        return super().generate(tasks, max_new_tokens=max_new_tokens, temperature=temperature, seed=seed)
+
+
+def _designed_shares(valid: dict[str, float], **config) -> dict[str, float]:
+    history = [RoundReport(round=0, proposal=ROUND1, train_metrics={},
+                           eval=EvalReport(score=0.3, metrics={}, breakdown=fixed_breakdown(valid)))]
+    ctx = DesignContext(round=0, total_rounds=3, history=history, proposal=GeneratorConfig.model_validate(ROUND1),
+                        testbed=MAPFTestbed(), rng=np.random.default_rng(0), policy=ExampleCopier(),
+                        run_info={"epochs_per_round": 3.0})
+    design = CheckpointEngineer(CheckpointEngineerConfig(**config)).design(ctx)
+    projected, _ = ctx.testbed.project(design.raw, ctx.proposal)
+    return {s: round(p.data_ratio, 3) for s, p in projected.sizes.items() if p.data_ratio > 0}
+
+
+def test_proposals_change_when_the_failure_breakdown_changes():
+    early = {"3x3": 0.6, "4x4": 0.3, "5x5": 0.1, "6x6": 0.0, "7x7": 0.0, "8x8": 0.0, "9x9": 0.0, "10x10": 0.0}
+    late = {"3x3": 1.0, "4x4": 1.0, "5x5": 0.9, "6x6": 0.7, "7x7": 0.4, "8x8": 0.1, "9x9": 0.0, "10x10": 0.0}
+    assert _designed_shares(early) == {"3x3": 0.5, "4x4": 0.5}
+    assert _designed_shares(late) == {"6x6": 0.5, "7x7": 0.5}
+    # In free text the example is shown; a copier answers with it whatever F says, and is counted.
+    assert _designed_shares(early, structured_output=False) == _designed_shares(late, structured_output=False)
+
+

@@ -81,3 +81,43 @@ def test_three_rounds_apply_exactly_the_projected_proposals(tiny_model_dir, tmp_
                      "6x6 fails on conflicts", "parsed proposal", "projected proposal", "project's changes",
                      "sizes.3x3.hole_ratio: 0.9 → 0.5", "diagnostics", "summary_check", "frontier"):
         assert fragment in shown, fragment
+
+
+def test_answer_counts_sum_the_answers_and_the_copies_of_a_run(tiny_model_dir, tmp_path):
+    from curriculum.answers import answer_counts, round_answers
+    from engineers.checkpoint.prompt import implausible_example
+    from testbeds.mapf_frozenlake.config import SPACE
+
+    copied = "```json\n" + json.dumps({"summary": "as shown", **implausible_example(SPACE)}) + "\n```"
+    sets = [s for s in overrides(tiny_model_dir, tmp_path) if not s.startswith("engineer.context")]
+    config = load_config(None, [*sets, "engineer.structured_output=false"],
+                         base={"engineer": {"name": "checkpoint_scripted", "outputs": [copied, ANSWER_1]}})
+    result = run(config)
+    assert answer_counts(result.run_dir) == {"answers": 2, "copied_example": 1, "rounds": 2}
+    # Rounds recorded before the count: one answer per attempt, a copy flag as one copy.
+    assert round_answers({"parsed": True, "attempts": 2, "copied_example": True}) == (2, 1)
+    assert round_answers({"stage": 1}) == (0, 0)
+
+
+def test_compare_json_counts_a_model_engineers_answers_and_copies(tiny_model_dir, tmp_path):
+    """A comparison's run row and engineer summary carry the answers and the copies of the example;
+    an engineer that asks no model has neither, and the table prints the count."""
+    from curriculum.compare import CompareSpec, RunOutcome, summarize, table_text_of
+    from curriculum.report import RunSummary
+    from engineers.checkpoint.prompt import implausible_example
+    from testbeds.mapf_frozenlake.config import SPACE
+
+    copied = "```json\n" + json.dumps({"summary": "as shown", **implausible_example(SPACE)}) + "\n```"
+    sets = [s for s in overrides(tiny_model_dir, tmp_path) if not s.startswith("engineer.context")]
+    config = load_config(None, [*sets, "engineer.structured_output=false"],
+                         base={"engineer": {"name": "checkpoint_scripted", "outputs": [copied, ANSWER_1]}})
+    result = run(config)
+    summary = RunSummary.load(result.run_dir)
+    data = summarize(CompareSpec(engineers=[summary.engineer]),
+                     {(summary.engineer, summary.seed): summary},
+                     [RunOutcome(summary.engineer, summary.seed, Path(result.run_dir), "new")], rounds=3)
+    row = data["runs"][0]
+    assert (row["answers"], row["copied_example"]) == (2, 1)
+    assert (data["summary"][summary.engineer]["answers"], data["summary"][summary.engineer]["copied_example"]) == (2, 1)
+    text = table_text_of(data)
+    assert "copied" in text and "1/2" in text, text

@@ -102,6 +102,7 @@ def test_prompt_describes_the_reasoning_gym_space_not_mapf(testbed, report):
     prompt = messages[1]["content"]
     assert "## F. Failure breakdown" in prompt and "gcd:1" in prompt and "failures: wrong 2" in prompt
     assert "<task>:<level>" in prompt  # the reasoning_gym guideline
-    assert '"buckets": every task level with share.' in prompt and '"gcd:0": {"share": ' in prompt
+    assert '"buckets": the task levels you change, each with any of share.' in prompt
+    assert '"<task level>": {"share": <share>}' in prompt
     for mapf in ("map size", "data_ratio", "hole_ratio", "wait_ratio", "sizes"):
         assert mapf not in prompt, mapf

@@ -108,7 +108,7 @@ def test_a_misfit_is_refused_at_config_time_naming_both_and_what_fits():
         load_config(None, ["engineer.name=frontier", "testbed.name=spade_pool"])
     text = str(err.value)
     assert "engineer 'frontier'" in text and "testbed 'spade_pool'" in text
-    assert "Engineers for spade_pool: fixed, random, spade" in text and "testbeds for frontier: mapf_frozenlake" in text
+    assert "Engineers for spade_pool: fixed, random, schedule, spade" in text and "testbeds for frontier: mapf_frozenlake" in text
     with pytest.raises(ConfigError, match="trainer 'grpo' .* does not fit testbed 'spade_pool'.*Trainers for spade_pool: selfplay"):
         load_config(None, ["engineer.name=spade", "trainer.name=grpo"])
 
@@ -133,7 +133,7 @@ def test_shipped_plugins_are_the_plugin_classes_in_the_packages_named_by_their_c
             assert entry.config == reg._path(cls.config_class) and cls.config_class().name == name
     assert reg.shipped() == {
         "testbed": ("mapf_frozenlake", "reasoning_gym", "spade_pool"),
-        "engineer": ("checkpoint", "fixed", "frontier", "learnability", "optuna", "plr", "random", "rlve", "spade"),
+        "engineer": ("checkpoint", "fixed", "frontier", "learnability", "optuna", "plr", "random", "rlve", "schedule", "spade"),
         "trainer": ("endpoint", "grpo", "selfplay", "simulated", "small")}
     assert {e.name: dict(e.commands) for r in (TESTBEDS, ENGINEERS) for e in r.entries() if e.commands} == {
         "mapf_frozenlake": {"mapf": "testbeds.mapf_frozenlake.cli:commands"},
