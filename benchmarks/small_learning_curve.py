@@ -3,11 +3,14 @@
 Each seed: the cached warm start of the config (``--vary-init`` gives each seed its own initial
 weights, hence its own warm start), then ``--steps`` GRPO steps of the trainer's own
 ``grpo_step`` on fresh instances of one fixed distribution (``--train-sizes`` x the config's
-``train_agents``, 20% holes, no wait request; every task is new). Every ``--every`` steps it
+``train_agents``, ``--hole-ratio`` (20%) holes, ``--wait-ratio`` (0) of them needing a wait;
+every task is new). Every ``--every`` steps it
 prints and records:
 
 * ``train_valid``, ``train_reward``: the sampled plans' valid rate and reward since the last row;
-* ``no_spread``: the share of groups whose G rewards are all equal (they teach nothing);
+* ``no_spread``: the share of sampled groups whose G rewards are all equal (they teach nothing);
+* ``groups_per_step``: groups sampled per step (``prompts_per_step`` unless the trainer's
+  ``dynamic_sampling`` samples more to fill the update with groups that have spread);
 * ``grad_norm`` (before clipping), ``tokens``: mean written tokens per plan;
 * ``test``: the held-out test suite's valid rate, greedy (what ``compare`` scores);
 * on ``--probe`` fresh training instances (fixed per seed): ``greedy``, ``sampled`` (valid rate
@@ -41,11 +44,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def proposal(sizes: list[str]) -> Any:
+def proposal(sizes: list[str], hole_ratio: float = 0.2, wait_ratio: float = 0.0) -> Any:
+    """Equal shares of ``sizes`` at one hole and wait ratio."""
     from testbeds.mapf_frozenlake.config import SIZES, GeneratorConfig, SizeParams
 
     return GeneratorConfig(sizes={s: SizeParams(data_ratio=(1.0 / len(sizes)) if s in sizes else 0.0,
-                                                hole_ratio=0.2, wait_ratio=0.0) for s in SIZES})
+                                                hole_ratio=hole_ratio, wait_ratio=wait_ratio) for s in SIZES})
 
 
 def policy_statistics(trainer: Any, start: Any, tasks: list[Any], k: int, seed: int) -> dict[str, float]:
@@ -105,16 +109,21 @@ def run_seed(args: argparse.Namespace, seed: int) -> dict[str, Any]:
     trainer = build(args.config, args.set, seed, args.vary_init)
     start = copy.deepcopy(trainer.model).eval()
     testbed, P = trainer.testbed, trainer.config.prompts_per_step
-    tasks = testbed.sample(proposal(args.train_sizes), args.steps * P, seed=10_000 + seed)
-    probe = testbed.sample(proposal(args.train_sizes), args.probe, seed=20_000 + seed)
+    dynamic = trainer.config.dynamic_sampling
+    draw = P * (trainer.config.max_sampling_batches if dynamic else 1)  # tasks one step may sample
+    train = proposal(args.train_sizes, args.hole_ratio, args.wait_ratio)
+    tasks = testbed.sample(train, args.steps * draw, seed=10_000 + seed)
+    used = 0  # tasks sampled so far
+    probe = testbed.sample(train, args.probe, seed=20_000 + seed)
     rows, window = [], []
 
     def record(step: int) -> None:
         test = testbed.evaluate(trainer.policy(), seed=seed, suite="test").score
         stats = policy_statistics(trainer, start, probe, args.k, seed)
         w = {k: float(np.mean([x[k] for x in window])) if window else float("nan")
-             for k in ("valid", "reward", "no_spread", "grad_norm", "tokens")}
+             for k in ("valid", "reward", "no_spread", "grad_norm", "tokens", "sampled_groups")}
         row = {"step": step, "train_valid": w["valid"], "train_reward": w["reward"], "no_spread": w["no_spread"],
+               "groups_per_step": w["sampled_groups"],
                "grad_norm": w["grad_norm"], "tokens": w["tokens"], "test": test, **stats,
                "seconds": time.perf_counter() - began}
         rows.append(row)
@@ -124,7 +133,9 @@ def run_seed(args: argparse.Namespace, seed: int) -> dict[str, Any]:
 
     record(0)
     for step in range(args.steps):
-        out = trainer.grpo_step(tasks[step * P:(step + 1) * P], generator=call_generator(seed, 0, step))
+        out = trainer.grpo_step(tasks[used:used + draw], generator=call_generator(seed, 0, step),
+                                keep_groups=P if dynamic else None)
+        used += int(out["sampled_groups"])
         window.append(step_summary(out, trainer.config.num_generations))
         if (step + 1) % args.every == 0 or step + 1 == args.steps:
             record(step + 1)
@@ -138,6 +149,7 @@ def step_summary(out: dict[str, Any], G: int) -> dict[str, float]:
     rewards = np.array([s["reward"] for s in out["scored"]]).reshape(-1, G)
     return {"valid": out["valid"], "reward": out["reward"], "grad_norm": out["grad_norm"],
             "no_spread": float((rewards.max(axis=1) == rewards.min(axis=1)).mean()),
+            "sampled_groups": float(out["sampled_groups"]),
             "tokens": float(np.mean([s["tokens"] for s in out["scored"]]))}
 
 
@@ -163,6 +175,9 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=120)
     parser.add_argument("--every", type=int, default=20)
     parser.add_argument("--train-sizes", type=lambda s: s.split(","), default=["3x3", "4x4", "5x5", "6x6"])
+    parser.add_argument("--hole-ratio", type=float, default=0.2, help="hole ratio of the training instances")
+    parser.add_argument("--wait-ratio", type=float, default=0.0,
+                        help="share of training instances that need a wait")
     parser.add_argument("--probe", type=int, default=64, help="fresh training instances of the pass@k probe")
     parser.add_argument("--k", type=int, default=8)
     parser.add_argument("--vary-init", action="store_true", help="seed s: init_seed s (its own warm start)")
@@ -179,6 +194,7 @@ def main() -> None:
             args.out.mkdir(parents=True, exist_ok=True)
             (args.out / f"seed{seed}.json").write_text(json.dumps(results[-1], indent=1))
     summary = {"config": str(args.config), "set": args.set, "steps": args.steps, "train_sizes": args.train_sizes,
+               "hole_ratio": args.hole_ratio, "wait_ratio": args.wait_ratio,
                "vary_init": args.vary_init,
                "seeds": [{k: r[k] for k in ("seed", "start", "final", "gain")} for r in results],
                "start": t_interval([r["start"] for r in results]),

@@ -8,7 +8,8 @@ draw is skipped and the next draw of its size taken (draws beyond ``per_size`` c
 seeded stream, so the suite stays reproducible).
 
 A suite is ``per_size`` instances with ``agents`` agents at each of the 8 sizes, generated once
-from a fixed seed with a fixed hole ratio and no wait request (the natural mix), then cached as
+from a fixed seed with a fixed hole ratio and, unless the testbed's ``eval_wait_ratio`` asks for a
+share of instances that need a wait, no wait request (the natural mix), then cached as
 JSONL under ``$CURRICULUM_CACHE`` (default ``~/.cache/curriculum``) in ``mapf_suites/``, keyed by
 a hash of every parameter that affects the instances (plus ``SUITE_VERSION``, bumped whenever the
 generator changes its output).
@@ -54,9 +55,12 @@ def content_key(inst: Instance) -> str:
 
 
 def suite_key(agents: int, per_size: int, seed: int, hole_ratio: float,
-              sizes: tuple[str, ...] | list[str] = SIZES, exclude: frozenset[str] = frozenset()) -> str:
+              sizes: tuple[str, ...] | list[str] = SIZES, exclude: frozenset[str] = frozenset(),
+              wait_ratio: float | None = None) -> str:
     params = {"agents": agents, "per_size": per_size, "seed": seed, "hole_ratio": hole_ratio,
               "sizes": list(sizes), "version": SUITE_VERSION}
+    if wait_ratio is not None:  # absent for the natural mix, so existing caches keep their keys
+        params["wait_ratio"] = wait_ratio
     if exclude:
         params["exclude"] = hashlib.sha256("\n".join(sorted(exclude)).encode()).hexdigest()
     return hashlib.sha256(json.dumps(params, sort_keys=True).encode()).hexdigest()[:16]
@@ -65,8 +69,12 @@ def suite_key(agents: int, per_size: int, seed: int, hole_ratio: float,
 def build_suite(agents: int, per_size: int, seed: int, hole_ratio: float = 0.2, *,
                 use_cache: bool = True, workers: int | None = None,
                 sizes: tuple[str, ...] | list[str] = SIZES,
-                exclude: frozenset[str] | set[str] = frozenset()) -> list[Instance]:
+                exclude: frozenset[str] | set[str] = frozenset(),
+                wait_ratio: float | None = None) -> list[Instance]:
     """The eval suite (ordered by size, then index), from the disk cache when present.
+
+    ``wait_ratio``: the share of each size's instances that need a wait (the generator's wait
+    request); ``None``, the default, is the natural mix.
 
     ``sizes`` restricts the suite to some map sizes; each size's instances are the same whether
     or not other sizes are included (per-size draws are seeded by size). ``exclude``: contents
@@ -74,7 +82,7 @@ def build_suite(agents: int, per_size: int, seed: int, hole_ratio: float = 0.2, 
     it are kept (a size whose draws keep landing in ``exclude`` is a ``ValueError``)."""
     sizes = [s for s in SIZES if s in sizes]
     exclude = frozenset(exclude)
-    key = suite_key(agents, per_size, seed, hole_ratio, sizes, exclude)
+    key = suite_key(agents, per_size, seed, hole_ratio, sizes, exclude, wait_ratio)
     path = suites_dir() / f"{agents}agents-{per_size}x{len(sizes)}-seed{seed}-{key}.jsonl"
     if use_cache and path.exists():
         try:
@@ -83,7 +91,7 @@ def build_suite(agents: int, per_size: int, seed: int, hole_ratio: float = 0.2, 
                 return insts
         except (ValueError, KeyError, TypeError):
             pass  # corrupt cache: regenerate
-    insts = _draw_suite(agents, per_size, seed, hole_ratio, sizes, exclude, workers)
+    insts = _draw_suite(agents, per_size, seed, hole_ratio, sizes, exclude, workers, wait_ratio)
     for inst in insts:
         inst.id = f"eval-{inst.id}"
     if use_cache:
@@ -95,7 +103,7 @@ def build_suite(agents: int, per_size: int, seed: int, hole_ratio: float = 0.2, 
 
 
 def _draw_suite(agents: int, per_size: int, seed: int, hole_ratio: float, sizes: list[str],
-                exclude: frozenset[str], workers: int | None) -> list[Instance]:
+                exclude: frozenset[str], workers: int | None, wait_ratio: float | None = None) -> list[Instance]:
     """Each size's first ``per_size`` draws whose content is not in ``exclude``: draw ``per_size``
     (plus a margin when excluding), widen the draw until enough remain."""
     order = {s: i for i, s in enumerate(SIZES)}
@@ -103,7 +111,7 @@ def _draw_suite(agents: int, per_size: int, seed: int, hole_ratio: float, sizes:
     for _ in range(8):
         counts = [per_size + extra if s in sizes else 0 for s in SIZES]
         res = generate(uniform_config(hole_ratio, 0.0), sum(counts), agents=agents,
-                       seed=seed, workers=workers, wait_ratio_override=None,
+                       seed=seed, workers=workers, wait_ratio_override=wait_ratio,
                        counts=counts, time_budget_s=60.0, node_budget=5_000)
         drawn = sorted(res.instances, key=lambda x: (order[x.size], x.id or ""))
         kept = {s: [i for i in drawn if i.size == s and content_key(i) not in exclude][:per_size]

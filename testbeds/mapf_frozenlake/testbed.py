@@ -82,6 +82,10 @@ class MAPFTestbedConfig(PluginConfig):
     """Test instances per map size and agent count (``None``: ``eval_instances_per_size``)."""
     eval_hole_ratio: float = Field(0.2, ge=0.0, le=0.5)
     """Hole ratio of eval maps (FrozenLake's default density)."""
+    eval_wait_ratio: float | None = Field(None, ge=0.0, le=1.0)
+    """Share of each size's held-out instances that need a wait action (no conflict-free plan
+    without a wait reaches the optimal cost); ``None``: the generator's natural mix, as the paper's
+    eval. A target of instances that need waits is one the warm start cannot reach."""
     eval_max_new_tokens: int | None = None
     """Generation length cap passed to the policy at eval (``None``: the policy's default)."""
     eval_samples: int = Field(6, ge=0)
@@ -306,7 +310,7 @@ class MAPFTestbed(Testbed):
             insts: list[Instance] = []
             for k in cfg.eval_agents:
                 part = build_suite(k, per_size, seed, cfg.eval_hole_ratio, workers=cfg.workers,
-                                   sizes=cfg.eval_sizes, exclude=exclude)
+                                   sizes=cfg.eval_sizes, exclude=exclude, wait_ratio=cfg.eval_wait_ratio)
                 if suite == "test":  # ids say which suite (validation keeps the ids it always had)
                     for inst in part:
                         inst.id = f"test-{inst.id.removeprefix('eval-')}"

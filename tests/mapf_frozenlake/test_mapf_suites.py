@@ -101,3 +101,14 @@ def test_eval_reports_name_their_suite():
     assert (val.suite, test.suite) == ("validation", "test")
     assert all(k.startswith("eval-") for k in val.task_scores)
     assert all(k.startswith("test-") for k in test.task_scores)
+
+
+def test_a_wait_target_suite_holds_only_instances_that_need_a_wait():
+    """``eval_wait_ratio: 1``: every held-out instance needs a wait (the hard target of a curriculum
+    benchmark); the default natural-mix suites keep their instances and cache keys."""
+    tb = _testbed(eval_wait_ratio=1.0, eval_sizes=["4x4", "5x5"])
+    for suite in ("validation", "test"):
+        assert all(i.needs_wait for i in tb.eval_instances(suite))
+    natural = _testbed(eval_sizes=["4x4", "5x5"]).eval_instances("validation")
+    assert not all(i.needs_wait for i in natural)
+    assert _keys(natural) == _keys(build_suite(2, 3, 1234, sizes=["4x4", "5x5"]))

@@ -124,6 +124,13 @@ class SmallConfig(PluginConfig):
     """Temperature when the caller passes none (evaluation): 0 decodes greedily."""
     generation_batch: int = Field(256, ge=1)
     """Rows decoded together."""
+    dynamic_sampling: bool = False
+    """DAPO's dynamic sampling: a step samples batches of ``prompts_per_step`` tasks until it holds
+    ``prompts_per_step`` groups with reward spread (or ``max_sampling_batches`` batches), and
+    updates on those groups only. Groups whose G rewards are equal teach nothing at beta = 0; this
+    spends the update on groups that do, at the price of more sampling."""
+    max_sampling_batches: int = Field(4, ge=1)
+    """With ``dynamic_sampling``: the most batches of ``prompts_per_step`` tasks one step samples."""
     keep_optimizer_state: bool = True
     """Carry AdamW moments from round to round (and through resume)."""
     torch_threads: int = Field(1, ge=1)
@@ -368,14 +375,19 @@ class SmallTrainer(Trainer):
         P = self.config.prompts_per_step
         scored: list[dict[str, Any]] = []
         stats: list[dict[str, float]] = []
+        draw = P * (self.config.max_sampling_batches if self.config.dynamic_sampling else 1)
+        groups = 0  # groups sampled so far this round
         for step in range(self._steps(len(tasks))):
-            while len(order) < P:
+            while len(order) < draw:
                 order.extend(int(i) for i in rng.permutation(len(tasks)))
-            pick, order = order[:P], order[P:]
-            out = self.grpo_step([tasks[i] for i in pick], generator=call_generator(seed, round_index, step))
-            # A step's groups are numbered 0..P-1: number them across the round, so that the
+            pick = order[:draw]
+            out = self.grpo_step([tasks[i] for i in pick], generator=call_generator(seed, round_index, step),
+                                 keep_groups=P if self.config.dynamic_sampling else None)
+            order = order[int(out["sampled_groups"]):]  # tasks a dynamic step did not sample stay next
+            # A step's groups are numbered from 0: number them across the round, so that the
             # per-bucket spread never pools two steps' groups (nor loses a bucket's groups).
-            scored.extend({**s, "group": s["group"] + step * P} for s in out.pop("scored"))
+            scored.extend({**s, "group": s["group"] + groups} for s in out.pop("scored"))
+            groups += int(out["sampled_groups"])
             stats.append(out)
             if log is not None:
                 log({"round": round_index, "step": step + 1, **out})
@@ -396,35 +408,53 @@ class SmallTrainer(Trainer):
             **warm,
         }
 
-    def grpo_step(self, tasks: Sequence[Task], *, generator: Any) -> dict[str, Any]:
-        """One GRPO step on ``tasks``: sample G plans each, score, ``num_iterations`` updates."""
+    def grpo_step(self, tasks: Sequence[Task], *, generator: Any,
+                  keep_groups: int | None = None) -> dict[str, Any]:
+        """One GRPO step on ``tasks``: sample G plans each, score, ``num_iterations`` updates.
+
+        ``keep_groups`` (dynamic sampling): sample ``tasks`` in batches of ``prompts_per_step``,
+        stop once ``keep_groups`` groups with reward spread are found, and update on those groups
+        only; ``sampled_groups`` in the result says how many tasks were sampled."""
         import torch
 
         from trainers.grpo import drop_zero_advantage_rows
         from trainers.grpo_objective import aggregate, clip_fraction, clipped_token_loss, group_advantages
         from trainers.small import codec
-        from trainers.small.codec import text_of
         from trainers.small.model import FIELDS, pad_left, sequence_logprobs
 
         cfg = self.config
         G = cfg.num_generations
-        rows = [t for t in tasks for _ in range(G)]            # each task's G samples consecutive
-        decoded = self.policy().decode(rows, cfg.temperature, generator)
-        completions = [Completion(text=text_of(d.paths), num_tokens=max(1, d.num_written)) for d in decoded]
-        rewards, scored = [], []
-        for i, (task, completion) in enumerate(zip(rows, completions)):
-            value, verdict = self.testbed.score(task, completion)
-            rewards.append(value)
-            scored.append({"reward": value, "valid": float(bool(verdict.get("valid", False))),
-                           "tokens": completion.num_tokens, "group": i // G,
-                           "bucket": str(task.features.get("bucket", ""))})
-        self.testbed.observe_training_batch(completions)
+        batch_size = len(tasks) if keep_groups is None else cfg.prompts_per_step
+        rows: list[Task] = []
+        decoded: list[Any] = []
+        rewards: list[float] = []
+        scored: list[dict[str, Any]] = []
+        spread: list[int] = []  # groups whose G rewards differ, in sampling order
+        for first in range(0, len(tasks), batch_size):
+            sampled = self._sample_groups(tasks[first:first + batch_size], generator, group_offset=first)
+            rows += sampled[0]
+            decoded += sampled[1]
+            rewards += sampled[2]
+            scored += sampled[3]
+            if keep_groups is None:
+                break
+            spread += [first + g for g in range(len(sampled[0]) // G)
+                       if len(set(sampled[2][g * G:(g + 1) * G])) > 1]
+            if len(spread) >= keep_groups:
+                break
+        sampled_groups = len(rows) // G
+        if keep_groups is not None:  # train on the first keep_groups groups with spread
+            chosen = [g * G + j for g in spread[:keep_groups] for j in range(G)] or list(range(G))
+            rows, decoded = [rows[i] for i in chosen], [decoded[i] for i in chosen]
+            train_rewards = [rewards[i] for i in chosen]
+        else:
+            train_rewards = rewards
         seqs, written = [], []
         for task, d in zip(rows, decoded):
             prompt = codec.encode_prompt(instance_of(task))
             seqs.append(prompt + d.plan)
             written.append([False] * len(prompt) + d.written)
-        advantages = group_advantages(rewards, G, cfg.scale_rewards)                  # (B,)
+        advantages = group_advantages(train_rewards, G, cfg.scale_rewards)            # (B,)
         full = pad_left(seqs, written)
         fields = (*FIELDS, "real", "written")
         inputs = {"advantages": advantages, "completion_mask": full.written[:, 1:].float(),
@@ -451,7 +481,27 @@ class SmallTrainer(Trainer):
         return {"loss": float(np.mean(losses)), "clip_fraction": float(np.mean(clipped)),
                 "grad_norm": float(np.mean(norms)),
                 "reward": float(np.mean(rewards)), "valid": float(np.mean([s["valid"] for s in scored])),
-                "kept_rows": float(batch.tok.shape[0]), "scored": scored}
+                "kept_rows": float(batch.tok.shape[0]), "sampled_groups": float(sampled_groups), "scored": scored}
+
+    def _sample_groups(self, tasks: Sequence[Task], generator: Any, *,
+                       group_offset: int) -> tuple[list[Task], list[Any], list[float], list[dict[str, Any]]]:
+        """G plans per task at the training temperature, scored by the testbed: (rows, decoded
+        plans, rewards, per-row records), each task's G rows consecutive."""
+        from trainers.small.codec import text_of
+
+        G = self.config.num_generations
+        rows = [t for t in tasks for _ in range(G)]
+        decoded = self.policy().decode(rows, self.config.temperature, generator)
+        completions = [Completion(text=text_of(d.paths), num_tokens=max(1, d.num_written)) for d in decoded]
+        rewards, scored = [], []
+        for i, (task, completion) in enumerate(zip(rows, completions)):
+            value, verdict = self.testbed.score(task, completion)
+            rewards.append(value)
+            scored.append({"reward": value, "valid": float(bool(verdict.get("valid", False))),
+                           "tokens": completion.num_tokens, "group": group_offset + i // G,
+                           "bucket": str(task.features.get("bucket", ""))})
+        self.testbed.observe_training_batch(completions)
+        return rows, decoded, rewards, scored
 
     def policy(self) -> SmallPolicy:
         return SmallPolicy(self.model, self.config)
