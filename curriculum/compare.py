@@ -54,7 +54,6 @@ import io
 import json
 import math
 import os
-import shutil
 import time
 import traceback
 from collections.abc import Callable
@@ -736,7 +735,7 @@ def run_status(config: RunConfig) -> str:
         return "new"
     run = RunDir.open(path)
     try:
-        run.check_same_config(config)
+        run.extends_config(config)  # writes nothing: the run saves a larger count under its lock
     except ConfigError as err:
         raise ConfigError(f"{path} holds a run with a different config; choose another --out or "
                           f"delete it.\n{err}") from None
@@ -775,9 +774,10 @@ def _run_one(config_data: dict[str, Any], status: str,
     config = validate_config(config_data)
     path = run_path(config)
     start = time.perf_counter()
-    if status == "new" and path.exists():
-        shutil.rmtree(path)  # created but never got its config.yaml: nothing committed
-    run(config, resume=path if status == "resume" else None, final_test=not stem)
+    # Whether the run is new is decided again under its lock: another compare on the same
+    # --out may have started it since; leftovers without a config.yaml are cleared there.
+    run(config, resume=path if status == "resume" else None, final_test=not stem,
+        claim=status != "resume")
     return str(path), time.perf_counter() - start
 
 
@@ -857,9 +857,7 @@ class _Passes:
                 second.append((key, self.configs[key], status, status))
                 continue
             try:
-                if run_path(self.configs[key]).exists():  # started before, nothing committed
-                    shutil.rmtree(run_path(self.configs[key]))
-                fork_member(stem, self.configs[key])
+                fork_member(stem, self.configs[key])  # clears a start's leftovers under the lock
             except Exception:  # noqa: BLE001 - reported per run; a rerun forks it again
                 self.finish(key, status, None, f"starting the run from the shared round 0 {stem.path} failed:\n"
                             + traceback.format_exc())

@@ -71,11 +71,12 @@ class RunResult:
 
 
 def run(config: RunConfig, *, resume: Path | None = None, reporter: QuietReporter | None = None,
-        final_test: bool = True) -> RunResult:
+        final_test: bool = True, claim: bool = False) -> RunResult:
     """Run (or resume) a whole curriculum; returns the run dir and the full history.
     ``final_test=False`` leaves out the test suite after the last round when ``test_every_round``
     is off: for a shared round 0 (``curriculum.stem``), whose runs go on and test their own last
-    round.
+    round. ``claim`` (``compare``'s workers): start the run, or resume it if its directory holds
+    one already, decided under the run dir's lock (``RunDir.create``).
 
     Under ``accelerate launch`` every rank calls this; see ``curriculum.core.distributed`` for who
     does what.
@@ -87,7 +88,7 @@ def run(config: RunConfig, *, resume: Path | None = None, reporter: QuietReporte
     opened, error, notes = None, None, []
     if main:
         try:
-            opened, notes = _open_run_dir(config, resume)  # keeps the run-dir lock for the whole run
+            opened, notes = _open_run_dir(config, resume, claim)  # keeps the run-dir lock for the whole run
         except ConfigError as err:
             error = str(err)
     path, error = distributed.broadcast((opened.path if opened else None, error))
@@ -130,16 +131,19 @@ def run(config: RunConfig, *, resume: Path | None = None, reporter: QuietReporte
     return RunResult(run_dir=run_dir.path, history=history)
 
 
-def _open_run_dir(config: RunConfig, resume: Path | None) -> tuple[RunDir, list[str]]:
-    """Create or reopen the run dir; on resume, verify it and fall back past damaged rounds.
-    Returns the run dir and what the user must be told."""
+def _open_run_dir(config: RunConfig, resume: Path | None,
+                  claim: bool = False) -> tuple[RunDir, list[str]]:
+    """Create or reopen the run dir, locked before anything is written; on resume, verify it
+    and fall back past damaged rounds. Returns the run dir and what the user must be told."""
     if resume is None:
-        run_dir = RunDir.create(config)
+        run_dir = RunDir.create(config, claim=claim)  # locked
+        if run_dir.fresh:
+            return run_dir, []
+    else:
+        run_dir = RunDir.open(resume)
         run_dir.lock()
-        return run_dir, []
-    run_dir = RunDir.open(resume)
-    run_dir.lock()
     try:
+        RunDir.open(run_dir.path)  # a claimed directory must hold a run
         problem = run_dir.check_config()
         if problem is not None:
             raise RunDirError(f"cannot resume: {problem}")

@@ -48,6 +48,11 @@ swapped in by two renames; a resume after a crash between them restores the old 
 A fork (``RunDir.fork``, for ``compare``'s shared round 0) is a new run dir whose round 0 is
 hard-linked from a one-round stem run, with its own engineer state and manifest; its first
 resume asks the engineer for the design the stem skipped, as an extension does.
+
+Ownership: a run takes the directory's ``.lock`` (``flock``) before it writes anything, a fresh
+run included, and whatever decides that a directory is free (a new run, ``compare``'s claim of a
+run it judged new, a fork) decides it again under that lock. ``.lock`` is opened inside the
+directory without following a link (``curriculum.core.safefs.open_inside``).
 """
 
 from __future__ import annotations
@@ -57,6 +62,7 @@ import json
 import os
 import random
 import shutil
+import stat
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -69,6 +75,7 @@ from curriculum.config import (MAX_CONFIG_BYTES, ConfigError, RunConfig, check_e
                                config_diff, dump_config, validate_config)
 from curriculum.manifest import RoundHealth, check_round_dir, read_manifest, write_manifest
 from curriculum.core.records import RoundReport
+from curriculum.core.safefs import UnsafePath, is_plain_dir, is_plain_file, open_inside
 from curriculum.core.userfiles import Record, jsonl_records
 
 RESUME_STATE = ("state.json", "checkpoint")
@@ -143,6 +150,16 @@ def _to_jsonable(value: Any) -> Any:
     return value
 
 
+def _fingerprint_data(data: dict[str, Any]) -> str:
+    data = {k: v for k, v in data.items() if k != "rounds"}
+    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _fingerprint(config_yaml: str) -> str:
+    """The fingerprint ``RunDir.config_fingerprint`` gives a ``config.yaml`` holding this text."""
+    return _fingerprint_data(yaml.safe_load(config_yaml))
+
+
 def run_path(config: RunConfig) -> Path:
     """Where a config with an explicit ``run_name`` keeps its run directory."""
     return Path(config.output_dir) / str(config.run_name)
@@ -153,25 +170,62 @@ class RunDir:
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
+        self.fresh = True
+        """False when ``create(claim=True)`` found a run here already (to be resumed)."""
+        self._lock_handle: Any = None
 
     # -- creation and resume ------------------------------------------------------------------
     @classmethod
-    def create(cls, config: RunConfig) -> RunDir:
+    def create(cls, config: RunConfig, *, claim: bool = False) -> RunDir:
+        """A new run directory for ``config``, locked before anything is written in it.
+
+        Whether the name is free is decided under the lock, so two runs started with one name
+        cannot both write it: the second is refused (in use, or already holding a run).
+        ``claim`` (``compare``'s workers) instead takes over a directory that holds no run yet
+        (leftovers of a start that never wrote its config are removed) and returns a directory
+        that does hold one still locked, with ``fresh`` False, for the caller to resume."""
         name = config.run_name or "{}-{}-seed{}-{}".format(
             config.engineer.name, config.testbed.name, config.seed,
             datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S"),
         )
         path = Path(config.output_dir) / name
         try:
-            if (path / "config.yaml").exists():
-                raise ConfigError(f"run directory {path} already exists; resume it with "
-                                  f"`curriculum run --resume {path}` or choose another run_name")
-            (path / "rounds").mkdir(parents=True, exist_ok=True)
-            run = cls(path)
-            atomic_write(path / "config.yaml", dump_config(config))
+            path.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise RunDirError(creation_problem(path, Path(config.output_dir), exc)) from None
+        run = cls(path)
+        run.lock()
+        try:
+            if os.path.lexists(path / "config.yaml"):
+                if claim:
+                    run.fresh = False
+                    return run
+                raise ConfigError(f"run directory {path} already exists; resume it with "
+                                  f"`curriculum run --resume {path}` or choose another run_name")
+            if claim:
+                run.clear_leftovers()
+            (path / "rounds").mkdir(exist_ok=True)
+            atomic_write(path / "config.yaml", dump_config(config))
+        except OSError as exc:
+            run.unlock()
+            raise RunDirError(creation_problem(path, Path(config.output_dir), exc)) from None
+        except BaseException:
+            run.unlock()
+            raise
         return run
+
+    def clear_leftovers(self) -> None:
+        """Remove everything but the lock from a directory that holds no run (no config.yaml):
+        what a start killed before its config left. Only under this process's lock."""
+        assert getattr(self, "_lock_handle", None) is not None, "clear_leftovers needs the lock"
+        for entry in os.listdir(self.path):
+            if entry == ".lock":
+                continue
+            target = self.path / entry
+            if is_plain_dir(target):
+                shutil.rmtree(target)
+            else:
+                target.unlink()
 
     @classmethod
     def fork(cls, stem: RunDir, config: RunConfig, *, engineer_state: dict[str, Any]) -> RunDir:
@@ -183,38 +237,40 @@ class RunDir:
         directory is hard-linked, its ``state.json`` gets this run's fresh ``engineer_state`` and
         its manifest this config's fingerprint; round 0's design is then asked on the first
         resume, as when extending a finished run (``loop._extend``). The new directory appears
-        by one rename, so a killed fork leaves nothing half-made behind."""
+        directory is locked first and gets its ``config.yaml`` last, so a killed fork leaves no
+        run behind (its leftovers are cleared by the next claim) and never touches a live run."""
         if stem.completed_rounds() != [0] or stem.checkpoint(0) is None:
             raise RunDirError(f"{stem.path} is not a finished one-round run with its weights kept")
         if stem.load_round(0).design is not None:
             raise RunDirError(f"{stem.path}: round 0 already has a design; a stem must skip it")
-        final = run_path(config)
-        if (final / "config.yaml").exists():
-            raise ConfigError(f"run directory {final} already exists; it cannot be forked again")
-        tmp = final.with_name(f".{final.name}.forking")
-        shutil.rmtree(tmp, ignore_errors=True)
-        (tmp / "rounds").mkdir(parents=True)
-        run = cls(tmp)
-        atomic_write(tmp / "config.yaml", dump_config(config))
-        for name in ("baseline_eval.json", "baseline_test_eval.json", "warmstart.json", "warmstart_eval.json",
-                     "warmstart_test_eval.json"):
-            if (stem.path / name).is_file():
-                _link_or_copy(str(stem.path / name), str(tmp / name))
-        if stem.metrics_path.is_file():  # appended to later: a copy, never a link
-            shutil.copy2(stem.metrics_path, run.metrics_path)
-        target = run.round_dir(0)
-        shutil.copytree(stem.round_dir(0), target, copy_function=_link_or_copy)
-        state = stem.load_state(0)
-        state["engineer"] = engineer_state
-        write_json(target / "state.json", state)  # a new inode: the stem's file is untouched
-        write_manifest(target, 0, config=run.config_fingerprint())
-        write_json(tmp / "forked_from.json", {"stem": str(stem.path.resolve()), "rounds": [0]})
-        _fsync_dir(target)
-        if final.exists():  # an empty directory left by a run that never wrote its config
-            shutil.rmtree(final)
-        os.rename(tmp, final)
-        _fsync_dir(final.parent)
-        return cls(final)
+        run = cls.create(config, claim=True)
+        if run.completed_rounds():
+            run.unlock()
+            raise ConfigError(f"run directory {run.path} already exists; it cannot be forked again")
+        try:
+            run.clear_leftovers()  # nothing committed (a start killed before its first round)
+            (run.path / "rounds").mkdir()
+            for name in ("baseline_eval.json", "baseline_test_eval.json", "warmstart.json",
+                         "warmstart_eval.json", "warmstart_test_eval.json"):
+                if is_plain_file(stem.path / name):
+                    _link_or_copy(str(stem.path / name), str(run.path / name))
+            if is_plain_file(stem.metrics_path):  # appended to later: a copy, never a link
+                shutil.copy2(stem.metrics_path, run.metrics_path)
+            target = run.round_dir(0)
+            tmp = run.rounds_dir / ".round_000.partial"
+            shutil.copytree(stem.round_dir(0), tmp, copy_function=_link_or_copy)
+            state = stem.load_state(0)
+            state["engineer"] = engineer_state
+            write_json(tmp / "state.json", state)  # a new inode: the stem's file is untouched
+            write_manifest(tmp, 0, config=_fingerprint(dump_config(config)))
+            _fsync_dir(tmp)
+            os.rename(tmp, target)
+            write_json(run.path / "forked_from.json", {"stem": str(stem.path.resolve()), "rounds": [0]})
+            atomic_write(run.path / "config.yaml", dump_config(config))
+            _fsync_dir(run.path)
+        finally:
+            run.unlock()
+        return cls(run.path)
 
     @classmethod
     def open(cls, path: str | Path) -> RunDir:
@@ -250,8 +306,7 @@ class RunDir:
     def config_fingerprint(self) -> str:
         """SHA-256 of the saved config without ``rounds`` (which an extension may raise); every
         round's manifest stores it, so a damaged but still valid ``config.yaml`` is noticed."""
-        data = {k: v for k, v in self._saved_config_data().items() if k != "rounds"}
-        return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
+        return _fingerprint_data(self._saved_config_data())
 
     def check_config(self) -> str | None:
         """Why ``config.yaml`` cannot be trusted, or ``None``: it must parse, validate and
@@ -322,20 +377,29 @@ class RunDir:
 
         Two processes writing one run dir (a resume started while an orphaned worker of a killed
         run is still going) would corrupt it; the kernel drops the lock when the holder dies.
+        ``.lock`` is opened inside the run dir without following a link (``open_inside``): a
+        link or anything but a plain file there is refused, never truncated. Taking a lock this
+        object holds already is a no-op.
         """
         import fcntl
 
+        if getattr(self, "_lock_handle", None) is not None:
+            return
         try:
-            handle = open(self.path / ".lock", "a+")
-        except OSError as exc:
-            raise RunDirError(f"{self.path} cannot be written ({exc.strerror or exc}): a resume "
-                              "needs write access to its run directory (`curriculum doctor` "
+            fd = open_inside(self.path, ".lock", os.O_RDWR | os.O_CREAT | os.O_NONBLOCK, 0o644)
+        except UnsafePath as err:
+            raise RunDirError(f"the run's lock cannot be taken: {err} (a run needs write access "
+                              "to its directory and a plain .lock file; `curriculum doctor` "
                               "reads it without)") from None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise RunDirError(f"{self.path / '.lock'} is not a plain file; remove it")
+        handle = os.fdopen(fd, "r+")
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             handle.seek(0)
-            holder = handle.read().strip() or "unknown"
+            holder = handle.read(40).strip() or "unknown"
             handle.close()
             raise ConfigError(f"{self.path} is in use by another run (pid {holder}); "
                               "stop it before resuming") from None
