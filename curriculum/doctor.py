@@ -17,10 +17,12 @@ on a read-only run directory and changes nothing.
 from __future__ import annotations
 
 import fcntl
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from curriculum.config import ConfigError
+from curriculum.core.safefs import is_plain_file
 from curriculum.rundir import RunDir, read_json
 
 
@@ -111,10 +113,14 @@ def _metrics(run: RunDir, rounds: list[int], report: DoctorReport) -> None:
 
 def _lock(run: RunDir, report: DoctorReport) -> None:
     path = run.path / ".lock"
-    if not path.is_file():
+    if not os.path.lexists(path):
         return
-    try:
-        handle = open(path)  # read-only: flock needs no write access, and the doctor writes nothing
+    if not is_plain_file(path):
+        report.add("lock", False, ".lock is not a plain file (a link, a device...); "
+                                  "a resume refuses it: remove it")
+        return
+    try:  # read-only: flock needs no write access, and the doctor writes nothing; no link followed
+        handle = open(path, opener=lambda name, flags: os.open(name, flags | os.O_NOFOLLOW | os.O_NONBLOCK))
     except OSError as exc:
         report.add("lock", True, f"cannot be checked ({exc.strerror or exc})")
         return
@@ -140,7 +146,7 @@ def diagnose(path: str | Path) -> DoctorReport:
     _leftovers(run, report)
     _metrics(run, rounds, report)
     baseline = run.path / "baseline_eval.json"
-    if baseline.exists():
+    if os.path.lexists(baseline):
         try:
             read_json(baseline)
             report.add("baseline_eval.json", True, "parses")

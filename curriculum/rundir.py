@@ -73,9 +73,11 @@ import yaml
 
 from curriculum.config import (MAX_CONFIG_BYTES, ConfigError, RunConfig, check_expanded_size,
                                config_diff, dump_config, validate_config)
-from curriculum.manifest import RoundHealth, check_round_dir, read_manifest, write_manifest
+from curriculum.manifest import (MAX_RECORD_BYTES, RoundHealth, check_round_dir, read_manifest,
+                                 write_manifest)
 from curriculum.core.records import RoundReport
-from curriculum.core.safefs import UnsafePath, is_plain_dir, is_plain_file, open_inside
+from curriculum.core.safefs import (UnsafePath, is_plain_dir, is_plain_file, open_inside,
+                                    read_inside)
 from curriculum.core.userfiles import Record, jsonl_records
 
 RESUME_STATE = ("state.json", "checkpoint")
@@ -102,13 +104,16 @@ def write_json(path: Path, value: Any) -> None:
 
 
 def read_json(path: Path) -> Any:
-    """A run-dir JSON file; ``RunDirError`` naming the file if it cannot be read or parsed."""
+    """A run-dir JSON file; ``RunDirError`` naming the file if it cannot be read or parsed. The
+    file itself is opened without following a link, must be a regular file and is read up to
+    ``MAX_RECORD_BYTES`` (``curriculum.core.safefs``)."""
     try:
-        return json.loads(path.read_bytes())
-    except FileNotFoundError:
-        raise RunDirError(f"{path} is missing") from None
-    except OSError as exc:
-        raise RunDirError(f"{path} cannot be read ({exc.strerror or exc})") from None
+        return json.loads(read_inside(path.parent, path.name, MAX_RECORD_BYTES, what="record"))
+    except UnsafePath as err:
+        if err.missing:
+            raise RunDirError(f"{path} is missing") from None
+        raise RunDirError(f"{err} (damaged or replaced); `curriculum doctor RUN` reports the "
+                          "run's health") from None
     except (ValueError, RecursionError) as exc:
         raise RunDirError(f"{path} is damaged (not valid JSON: {str(exc)[:80]}); "
                           "`curriculum doctor RUN` reports the run's health") from None
@@ -275,23 +280,18 @@ class RunDir:
     @classmethod
     def open(cls, path: str | Path) -> RunDir:
         run = cls(Path(path))
-        if not (run.path / "config.yaml").is_file():
+        if not os.path.lexists(run.path / "config.yaml"):  # what it is is checked when read
             raise ConfigError(f"{path} is not a run directory (no config.yaml)")
         return run
 
     def _saved_config_data(self) -> dict[str, Any]:
         path = self.path / "config.yaml"
+        try:  # what a run saves is a config under the cap plus defaults
+            raw = read_inside(self.path, "config.yaml", 4 * MAX_CONFIG_BYTES, what="saved config")
+        except UnsafePath as err:
+            raise RunDirError(f"{err} (damaged or replaced); it is not read") from None
         try:
-            size = path.stat().st_size
-        except OSError:
-            size = 0
-        if size > 4 * MAX_CONFIG_BYTES:  # what a run saves is a config under the cap plus defaults
-            raise RunDirError(f"{path} is {size:,} bytes, far more than a saved config (damaged or "
-                              "replaced); it is not read")
-        try:
-            data = yaml.safe_load(path.read_bytes())
-        except OSError as exc:
-            raise RunDirError(f"{path} cannot be read ({exc.strerror or exc})") from None
+            data = yaml.safe_load(raw)
         except (yaml.YAMLError, ValueError, RecursionError) as exc:
             raise RunDirError(f"{path} is damaged (not valid YAML: {str(exc)[:120]}); "
                               "the run's config cannot be recovered from it") from None
@@ -428,14 +428,15 @@ class RunDir:
         if not self.rounds_dir.is_dir():
             return []
         return sorted(int(p.name.split("_")[1]) for p in self.rounds_dir.glob("round_[0-9][0-9][0-9]")
-                      if p.is_dir())
+                      if is_plain_dir(p))
 
     def stray_round_entries(self) -> list[Path]:
-        """``rounds/round_NNN`` entries that are not directories (a file or a dangling link in a
-        round's place): no round, and in the way of the round that will be committed there."""
+        """``rounds/round_NNN`` entries that are not directories (a file or a link, dangling or
+        not, in a round's place: a run dir's rounds are never followed out of it): no round, and
+        in the way of the round that will be committed there."""
         if not self.rounds_dir.is_dir():
             return []
-        return sorted(p for p in self.rounds_dir.glob("round_[0-9][0-9][0-9]") if not p.is_dir())
+        return sorted(p for p in self.rounds_dir.glob("round_[0-9][0-9][0-9]") if not is_plain_dir(p))
 
     def discard_partial(self) -> None:
         """Remove rounds that were being written when a run died, and finish or undo an
@@ -563,9 +564,9 @@ class RunDir:
             "proposal": read_json(directory / "proposal.json"),
             "train_metrics": read_json(directory / "train_metrics.json"),
             "eval": read_json(directory / "eval.json"),
-            "test": read_json(test_path) if test_path.is_file() else None,
-            "env_outcomes": read_json(outcomes_path) if outcomes_path.is_file() else [],
-            "design": read_json(design_path) if design_path.is_file() else None,
+            "test": read_json(test_path) if os.path.lexists(test_path) else None,
+            "env_outcomes": read_json(outcomes_path) if os.path.lexists(outcomes_path) else [],
+            "design": read_json(design_path) if os.path.lexists(design_path) else None,
         })
 
     def load_state(self, index: int) -> dict[str, Any]:
@@ -576,7 +577,7 @@ class RunDir:
 
     def checkpoint(self, index: int) -> Path | None:
         path = self.round_dir(index) / "checkpoint"
-        return path if path.is_dir() else None
+        return path if is_plain_dir(path) else None
 
     # -- checkpoint retention -----------------------------------------------------------------
     @property

@@ -33,8 +33,14 @@ MAX_USER_FILE_BYTES = 256 << 20
 class UnsafePath(ConfigError):
     """A path that leaves its directory, goes through a link, or is not a regular file."""
 
+    def __init__(self, message: str, missing: bool = False) -> None:
+        super().__init__(message)
+        self.missing = missing
+        """The path (or a directory on it) does not exist."""
 
-def _kind(mode: int) -> str:
+
+def file_kind(mode: int) -> str:
+    """What a file of ``st_mode`` ``mode`` is, in words (for refusals)."""
     if stat.S_ISDIR(mode):
         return "a directory"
     if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
@@ -63,7 +69,7 @@ def read_fd_bounded(fd: int, name: str | Path, limit: int, what: str = "file") -
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise UnsafePath(f"{what} {name} is {_kind(info.st_mode)}, not a regular file")
+            raise UnsafePath(f"{what} {name} is {file_kind(info.st_mode)}, not a regular file")
         if info.st_size > limit:
             raise UnsafePath(f"{what} {name} is {info.st_size:,} bytes, over the {limit:,} "
                              "that are read")
@@ -117,7 +123,8 @@ def open_inside(root: str | Path, relative: str, flags: int = os.O_RDONLY, mode:
         if exc.errno in (errno.ELOOP, errno.ENOTDIR) and _has_link(root, parts):
             raise UnsafePath(f"{where}: goes through a symbolic link (not followed inside "
                              f"{root})") from None
-        raise UnsafePath(_os_problem(where, exc)) from None
+        raise UnsafePath(_os_problem(where, exc),
+                         missing=isinstance(exc, FileNotFoundError)) from None
     finally:
         os.close(directory)
 
