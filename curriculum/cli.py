@@ -119,13 +119,17 @@ def eval_(
     from curriculum.console import RichReporter, eval_table
     from curriculum.core.types import EvalReport
     from curriculum.loop import evaluate_run
-    from curriculum.rundir import read_json, write_json
+    from curriculum.core.userfiles import read_user_bytes
+    from curriculum.rundir import write_json
     from curriculum.stats import paired_tasks
 
     if start and round_index is not None:
         _fail("--start and --round exclude each other")
     try:
-        other = EvalReport.model_validate(read_json(against)) if against is not None else None
+        other = (EvalReport.model_validate_json(read_user_bytes(against, "--against file"))
+                 if against is not None else None)
+    except ConfigError as err:
+        _fail(str(err))
     except (OSError, ValueError) as err:
         _fail(f"--against {against}: not an eval report ({type(err).__name__}: {err})")
     if other is not None and not other.task_scores:

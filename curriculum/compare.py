@@ -69,6 +69,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from curriculum.config import ConfigError, RunConfig, apply_overrides, read_config_file, validate_config
 from curriculum.core.records import LEGACY_SUITE
+from curriculum.core.userfiles import read_user_bytes
 from curriculum.core.types import EvalReport
 from curriculum.registry import ENGINEERS, TESTBEDS
 from curriculum.report import (RunSummary, plot_distribution, plot_final_by_size, plot_score_curves,
@@ -513,10 +514,10 @@ def pilot_variance(paths: list[Path]) -> PilotVariance:
         if path.is_dir():
             scores.update(_compare_dir_scores(path))
         else:
-            from curriculum.rundir import read_json
-
             try:
-                report = EvalReport.model_validate(read_json(path))
+                report = EvalReport.model_validate_json(read_user_bytes(path, "--pilot file"))
+            except ConfigError:
+                raise
             except (OSError, ValueError) as err:
                 raise ConfigError(f"--pilot {path}: not an eval report or compare dir ({type(err).__name__})") from None
             if not report.task_scores:
@@ -1263,9 +1264,9 @@ def load_compare_data(path: str | Path) -> dict[str, Any]:
     if not file.is_file():
         raise FileNotFoundError(f"{file}: no compare.json here (pass a `compare --out` directory or its compare.json)")
     try:
-        data = json.loads(file.read_text())
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{file}: not valid JSON ({err})") from err
+        data = json.loads(read_user_bytes(file, "compare.json"))
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as err:
+        raise ValueError(f"{file}: not valid JSON ({str(err)[:120]})") from None
     missing = [key for key in ("engineers", "summary", "pairwise") if key not in data]
     if not isinstance(data, dict) or missing:
         raise ValueError(f"{file}: not a compare.json (missing {', '.join(missing) or 'an object'})")

@@ -228,14 +228,7 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
     directory, no permission, not UTF-8), one over ``MAX_CONFIG_BYTES`` (checked before parsing),
     bad YAML, an empty file (nothing but blanks or comments: write ``{}`` to mean the library
     defaults) or a non-mapping."""
-    try:
-        size = Path(path).stat().st_size
-    except OSError:
-        size = 0  # read_user_text names the problem
-    if size > MAX_CONFIG_BYTES:
-        raise ConfigError(f"config file {path} is {size:,} bytes, over the {MAX_CONFIG_BYTES:,}-byte "
-                          "limit for a config; it is not read (is it the right file?)")
-    text = read_user_text(path, "config file")
+    text = read_user_text(path, "config file", MAX_CONFIG_BYTES)  # a regular file under the cap
     try:
         loaded = yaml.safe_load(text)
     except yaml.YAMLError as err:

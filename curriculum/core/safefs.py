@@ -52,7 +52,8 @@ def file_kind(mode: int) -> str:
     return "not a regular file"
 
 
-def _os_problem(path: str | Path, exc: OSError) -> str:
+def os_problem(path: str | Path, exc: OSError) -> str:
+    """A failed open or read of ``path``, in one line."""
     if isinstance(exc, FileNotFoundError):
         return f"{path}: no such file"
     if isinstance(exc, IsADirectoryError):
@@ -71,17 +72,17 @@ def read_fd_bounded(fd: int, name: str | Path, limit: int, what: str = "file") -
         if not stat.S_ISREG(info.st_mode):
             raise UnsafePath(f"{what} {name} is {file_kind(info.st_mode)}, not a regular file")
         if info.st_size > limit:
-            raise UnsafePath(f"{what} {name} is {info.st_size:,} bytes, over the {limit:,} "
-                             "that are read")
+            raise UnsafePath(f"{what} {name} is {info.st_size:,} bytes, over the {limit:,}-byte "
+                             "limit; it is not read")
         chunks, total = [], 0
         while chunk := os.read(fd, min(1 << 20, limit + 1 - total)):
             chunks.append(chunk)
             total += len(chunk)
             if total > limit:  # grew while read
-                raise UnsafePath(f"{what} {name} is over the {limit:,} bytes that are read")
+                raise UnsafePath(f"{what} {name} is over the {limit:,}-byte limit; it is not read")
         return b"".join(chunks)
     except OSError as exc:
-        raise UnsafePath(_os_problem(name, exc)) from None
+        raise UnsafePath(os_problem(name, exc)) from None
     finally:
         os.close(fd)
 
@@ -91,7 +92,7 @@ def read_bounded(path: str | Path, what: str = "file", limit: int = MAX_USER_FIL
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
-        raise ConfigError(_os_problem(path, exc)) from None
+        raise ConfigError(os_problem(path, exc)) from None
     return read_fd_bounded(fd, path, limit, what)
 
 
@@ -111,7 +112,7 @@ def open_inside(root: str | Path, relative: str, flags: int = os.O_RDONLY, mode:
     try:
         directory = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError as exc:
-        raise UnsafePath(_os_problem(root, exc)) from None
+        raise UnsafePath(os_problem(root, exc)) from None
     try:
         for part in parts[:-1]:
             inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC,
@@ -123,7 +124,7 @@ def open_inside(root: str | Path, relative: str, flags: int = os.O_RDONLY, mode:
         if exc.errno in (errno.ELOOP, errno.ENOTDIR) and _has_link(root, parts):
             raise UnsafePath(f"{where}: goes through a symbolic link (not followed inside "
                              f"{root})") from None
-        raise UnsafePath(_os_problem(where, exc),
+        raise UnsafePath(os_problem(where, exc),
                          missing=isinstance(exc, FileNotFoundError)) from None
     finally:
         os.close(directory)
