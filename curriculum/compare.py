@@ -88,6 +88,14 @@ SIMULATED_NOTICE = ("SIMULATED LEARNER: these numbers come from trainers/simulat
 """Stated in the table title and ``compare.json`` whenever the trainer is ``simulated``."""
 
 
+MAX_SEEDS = 1_000
+"""Most seeds an arm may have (``--seeds``, a design's ``primary_seeds`` / ``secondary_seeds`` /
+an arm's ``seeds``): far past any comparison that can run, and refused before anything is
+planned, so a mistyped count is an error, not memory exhausted by the plan."""
+MAX_SEED = 2**31 - 1
+"""Largest seed a comparison may reach (``--first-seed`` + seeds - 1)."""
+
+
 @dataclass
 class CompareSpec:
     """One comparison: what ``curriculum compare`` parses its arguments into."""
@@ -109,6 +117,12 @@ class CompareSpec:
     design: CompareDesign | None = None
     """A declared design (``--design``): arms, the primary comparison and the power thresholds;
     ``engineers`` then names its arms. ``None``: every engineer is an arm of ``seeds`` seeds."""
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.seeds <= MAX_SEEDS:
+            raise ConfigError(f"--seeds {self.seeds}: between 1 and {MAX_SEEDS:,} seeds per arm")
+        if not 0 <= self.first_seed <= MAX_SEED - MAX_SEEDS:
+            raise ConfigError(f"--first-seed {self.first_seed}: between 0 and {MAX_SEED - MAX_SEEDS:,}")
 
     @property
     def seed_list(self) -> list[int]:
@@ -173,7 +187,7 @@ class Arm(BaseModel):
     """``--set``-style overrides (``key=value``) for this arm's runs only, applied before the
     command line's; e.g. a ``fixed`` arm trained on the test distribution sets
     ``testbed.initial_proposal`` to it."""
-    seeds: int | None = Field(None, ge=1)
+    seeds: int | None = Field(None, ge=1, le=MAX_SEEDS)
     """Seeds of this arm (``None``: ``primary_seeds`` for arms of the primary comparison, else
     ``secondary_seeds``)."""
     description: str = ""
@@ -185,10 +199,10 @@ class PowerThresholds(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    min_primary_seeds: int = Field(6, ge=1)
+    min_primary_seeds: int = Field(6, ge=1, le=MAX_SEEDS)
     """Seeds of each arm of the primary comparison: with S seeds the smallest two-sided
     sign-flip p-value over seed means is 2/2^S (S = 3: 0.25, never significant)."""
-    min_secondary_seeds: int = Field(3, ge=1)
+    min_secondary_seeds: int = Field(3, ge=1, le=MAX_SEEDS)
     """Seeds of every other arm."""
     min_grpo_steps: int = Field(12, ge=1)
     """Optimiser steps per run (rounds × steps per round) for trainers that count GRPO steps."""
@@ -224,9 +238,9 @@ class CompareDesign(BaseModel):
     target_mde: float | None = Field(None, gt=0, lt=1)
     """A minimal detectable effect the design aims at (score units): with a pilot, ``--dry-run``
     prints the seeds each primary pair needs to reach it."""
-    primary_seeds: int = Field(6, ge=1)
+    primary_seeds: int = Field(6, ge=1, le=MAX_SEEDS)
     """Seeds of the arms in ``primary`` (unless an arm sets its own)."""
-    secondary_seeds: int = Field(3, ge=1)
+    secondary_seeds: int = Field(3, ge=1, le=MAX_SEEDS)
     """Seeds of the other arms (unless an arm sets its own)."""
     alpha: float = Field(0.05, gt=0, lt=1)
     """Two-sided family-wise level of the primary tests (Holm) and of the MDE."""

@@ -154,6 +154,10 @@ class RunConfig(StrictModel):
         if value is not None and (not value or "/" in value or value.startswith(".")
                                   or "\0" in value):
             raise ValueError("must be a plain directory name (no '/', not starting with '.')")
+        if value is not None and not value.isprintable():
+            bad = next(c for c in value if not c.isprintable())
+            raise ValueError(f"has the unprintable character {bad!r}; a run name may hold only "
+                             "printable characters (no newline, tab or escape)")
         if value is not None and len(value.encode("utf-8", "surrogateescape")) > 200:
             raise ValueError(f"is {len(value.encode('utf-8', 'surrogateescape'))} bytes; a run "
                              "directory name may have at most 200 (file systems allow 255)")
