@@ -22,6 +22,7 @@ Modules:
   memory per GPU, ``PlanTarget``;
 * ``commands`` — a plugin's command-line sub-app (``CommandHost``, ``fail``);
 * ``userfiles`` — reading users' files (configs, JSONL inputs) with readable refusals;
+* ``terminal`` — ``terminal_safe``: model text made safe to print on a terminal;
 * ``safefs`` — bounded reads of files users name, and paths inside a run dir opened without
   following links;
 * ``types`` — ``Task``, ``Completion``, ``Policy``, ``Change``, ``EvalReport``;
