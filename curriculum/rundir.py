@@ -92,11 +92,15 @@ class RunDirError(ConfigError):
 def atomic_write(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` via a temporary file and rename."""
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    with open(tmp, "w") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # no stray temporary file beside a write that failed
+        raise
 
 
 def write_json(path: Path, value: Any) -> None:
