@@ -6,7 +6,8 @@ committed rounds are numbered 0, 1, 2, … without a gap, leftovers (``.partial`
 interrupted, ``.damaged`` rounds a resume moved aside, ``.replaced`` rounds of an interrupted
 extension), ``metrics.jsonl`` (unreadable lines, and one ``round_committed`` record per
 committed round whose score is the one in that round's ``eval.json``), ``baseline_eval.json``,
-whether another process holds the run's lock, and what ``curriculum run --resume RUN`` would
+whether another process holds the run's lock, the engineer's own files beside the rounds
+(``Engineer.resume_problem``: the optuna study), and what ``curriculum run --resume RUN`` would
 do (``RunDir.plan_resume``, the very function a resume uses). The run is healthy when nothing
 is damaged; pruned checkpoints are not damage.
 
@@ -133,6 +134,18 @@ def _lock(run: RunDir, report: DoctorReport) -> None:
             report.add("lock", True, f"cannot be checked ({exc.strerror or exc})")
 
 
+def _engineer_files(run: RunDir, last: int | None, report: DoctorReport) -> None:
+    """The engineer's own files beside the rounds (``Engineer.resume_problem``)."""
+    from curriculum.loop import engineer_resume_problem
+
+    try:
+        problem = engineer_resume_problem(run, last, writing=False)
+    except ConfigError as err:  # a round's state the engineer cannot read: its round says why
+        problem = str(err)
+    if problem is not None:
+        report.add("engineer files", False, problem)
+
+
 def diagnose(path: str | Path) -> DoctorReport:
     """The health report of a run directory (see the module docstring)."""
     run = RunDir.open(path)
@@ -154,6 +167,8 @@ def diagnose(path: str | Path) -> DoctorReport:
             report.add("baseline_eval.json", False, str(err))
     _lock(run, report)
     plan = run.plan_resume(checked)
+    if report.findings[0].ok and not plan.refused:
+        _engineer_files(run, plan.last, report)
     if not report.findings[0].ok:
         report.resume = "cannot resume: config.yaml is damaged (see above)"
     elif plan.refused:

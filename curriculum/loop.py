@@ -150,7 +150,10 @@ def _open_run_dir(config: RunConfig, resume: Path | None,
         saved_rounds = run_dir.saved_config().rounds
         extending = run_dir.extends_config(config)  # refuses a different config, writes nothing
         run_dir.discard_partial()
-        notes = run_dir.apply_resume_plan(run_dir.plan_resume())  # refuses before any move
+        plan = run_dir.plan_resume()
+        if not plan.refused and (problem := engineer_resume_problem(run_dir, plan.last)) is not None:
+            raise RunDirError(f"cannot resume: {problem}")  # before any move or save
+        notes = run_dir.apply_resume_plan(plan)  # refuses before any move
         if extending:  # only once the resume can proceed
             run_dir.save_config(config)
             notes.insert(0, f"extending the run from {saved_rounds} to {config.rounds} rounds")
@@ -158,6 +161,16 @@ def _open_run_dir(config: RunConfig, resume: Path | None,
         run_dir.unlock()
         raise
     return run_dir, notes
+
+
+def engineer_resume_problem(run_dir: RunDir, last: int | None, *, writing: bool = True) -> str | None:
+    """What the run's engineer says of its own files before a resume after round ``last``
+    (``Engineer.resume_problem``; e.g. the optuna study beside the rounds), or ``None``."""
+    config = run_dir.saved_config()
+    state = run_dir.load_state(last).get("engineer") if last is not None else None
+    engineer_class = ENGINEERS.get(config.engineer.name).load()
+    return engineer_class.resume_problem(config.engineer, run_dir.path,
+                                         state if isinstance(state, dict) else None, writing=writing)
 
 
 def _restore(config: RunConfig, run_dir: RunDir, history: list[RoundReport], testbed: Testbed,
