@@ -725,9 +725,24 @@ def preload(settings: dict) -> tuple[list[str], dict]:
     return loaded, prelude
 
 
+def close_inherited(keep: set[int]) -> None:
+    """Close every descriptor but 0, 1, 2 and ``keep`` (the host's runtime directories came in
+    open for the launcher: kept under bubblewrap, an instance could walk from them out of the
+    sandbox; without it, in degraded mode, the interpreter still reads its library through them)."""
+    import resource
+
+    limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    limit = 1 << 16 if limit == resource.RLIM_INFINITY or limit > 1 << 16 else limit
+    start = 3
+    for fd in sorted(keep | {limit}):
+        os.closerange(start, fd)
+        start = fd + 1
+
+
 def main() -> None:
     ctl = int(sys.argv[1])
     settings = json.loads(read_frame(ctl, 1 << 24))["settings"]
+    close_inherited({ctl, *settings["keep_fds"]})
     try:
         loaded, prelude = preload(settings)
         report = harden(settings)

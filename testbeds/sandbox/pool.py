@@ -68,7 +68,7 @@ class Worker:
         self.stderr = bytearray()
         try:
             self.proc = self.launcher.submit(
-                subprocess.Popen, command, env=env, pass_fds=(theirs.fileno(),),
+                subprocess.Popen, command, env=env, pass_fds=(theirs.fileno(), *self.runtime.fds),
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                 start_new_session=True, **drop_privileges(self.config)).result()
         finally:
@@ -98,6 +98,8 @@ class Worker:
             "enforce_import_allowlist": config.enforce_import_allowlist,
             "prelude_source": config.prelude_source, "seccomp": self.seccomp,
             "own_pid_namespace": self.bwrap is not None,
+            # degraded mode (no mount namespace) runs the interpreter through the held runtime
+            "keep_fds": [] if self.bwrap is not None else list(self.runtime.fds),
         }
 
     def _drain_stderr(self, proc: subprocess.Popen) -> None:
@@ -429,7 +431,7 @@ class SandboxPool:
                        + "; ".join(f"{l.name}: {l.detail}" for l in layers if not l.active)
                        + " (set allow_degraded=True to run anyway)")
         seccomp = any(layer.name == "seccomp" and layer.active for layer in layers)
-        runtime = prepare_runtime(self.config)
+        runtime = prepare_runtime(self.config)  # held open by descriptor until close
         self.workers = [Worker(i, self.config, runtime, bwrap, self._launcher, seccomp)
                         for i in range(self.config.workers)]
         try:
@@ -469,6 +471,8 @@ class SandboxPool:
         """Kill every worker."""
         for worker in self.workers:
             worker.kill()
+        if self.workers:
+            self.workers[0].runtime.close()
         self.workers, self._idle = [], []
         self._launcher.shutdown(wait=False)
 

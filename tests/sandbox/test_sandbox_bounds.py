@@ -142,3 +142,39 @@ def run():
     return results'''
     with raw_pool.load(WRAPPER.format(body=probe)) as env:
         assert env.reset(0).obs == "['refused', 'refused', 'refused']"
+
+
+def test_a_runtime_dir_swapped_after_the_check_is_not_used():
+    """The runtime is held by descriptor: a restarted worker still runs the checked
+    ``_worker.py`` after the directory's path was swapped for a link to another one."""
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    base = Path(tempfile.mkdtemp(prefix="curriculum-runtime-test-", dir="/var/tmp"))
+    try:
+        os.chmod(base, 0o755)
+        config = SandboxConfig(**(FAST | dict(workers=1, runtime_dir=str(base / "runtime"))))
+        with SandboxPool(config) as pool:
+            worker_dir = next((base / "runtime").glob("worker-*"))
+            planted = base / "planted"
+            planted.mkdir(mode=0o755)
+            (planted / "_worker.py").write_text("import sys\nsys.exit(3)\n")
+            os.chmod(planted / "_worker.py", 0o644)
+            worker_dir.rename(base / "runtime" / "moved-away")
+            worker_dir.symlink_to(planted, target_is_directory=True)
+            pool.workers[0].kill()  # the next load restarts the worker
+            with pool.load(BENIGN) as env:
+                assert env.reset(1).obs == "ready"
+            assert pool.workers[0].restarts == 1
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def test_no_host_descriptor_reaches_an_instance(raw_pool):
+    probe = ("def run():\n    found = []\n    for fd in os.listdir('/proc/self/fd'):\n"
+             "        try:\n            found.append(os.readlink(f'/proc/self/fd/{fd}'))\n"
+             "        except OSError:\n            pass\n    return found")
+    with raw_pool.load(WRAPPER.format(body=probe)) as env:
+        links = env.reset(0).obs
+    assert "curriculum-sandbox" not in links and "runtime" not in links, links
