@@ -76,7 +76,7 @@ from curriculum.report import (RunSummary, plot_distribution, plot_final_by_size
                                bucket_order, rates_by_size)
 
 from curriculum.answers import answer_counts
-from curriculum.rundir import RunDir, run_path, write_json
+from curriculum.rundir import RunDir, read_json, run_path, write_json
 from curriculum.stem import Stem, fork_member, plan_stems, round0_key, shares_round0
 from curriculum.stats import (VarianceComponents, binomial_default_variance, bootstrap_mean_ci,
                               bootstrap_mean_ci_columns, holm, minimal_detectable_effect, seed_paired,
@@ -1065,7 +1065,7 @@ def _run_row(o: RunOutcome, s: RunSummary | None, sizes: list[str],
     if o.error:
         row["error"] = o.error.strip().splitlines()[-1]
     if (o.path / "forked_from.json").is_file():  # round 0 came from a shared stem run
-        row["round0_from"] = json.loads((o.path / "forked_from.json").read_text())["stem"]
+        row["round0_from"] = read_json(o.path / "forked_from.json")["stem"]
     if s is not None:
         row.update(scores=s.scores, baseline_score=s.baseline_score, complete=s.complete,
                    final_score=s.scores[-1] if s.scores else None,

@@ -154,6 +154,8 @@ def _open_run_dir(config: RunConfig, resume: Path | None,
         if not plan.refused and (problem := engineer_resume_problem(run_dir, plan.last)) is not None:
             raise RunDirError(f"cannot resume: {problem}")  # before any move or save
         notes = run_dir.apply_resume_plan(plan)  # refuses before any move
+        if (replaced := run_dir.replace_odd_metrics()) is not None:
+            notes.append(replaced)
         if extending:  # only once the resume can proceed
             run_dir.save_config(config)
             notes.insert(0, f"extending the run from {saved_rounds} to {config.rounds} rounds")

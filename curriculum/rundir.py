@@ -616,8 +616,20 @@ class RunDir:
         return self.path / "metrics.jsonl"
 
     def log(self, record: dict[str, Any]) -> None:
-        with open(self.metrics_path, "a") as handle:
+        """Append one record to ``metrics.jsonl`` (never through a link)."""
+        fd = open_inside(self.path, "metrics.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        with os.fdopen(fd, "a") as handle:
             handle.write(json.dumps(record, default=float) + "\n")
+
+    def replace_odd_metrics(self) -> str | None:
+        """Replace a ``metrics.jsonl`` that is a link or a device with an empty plain file (the
+        link itself, never its target; ``truncate_metrics`` then rebuilds the committed rounds'
+        records); returns what was done, or ``None``."""
+        if not os.path.lexists(self.metrics_path) or is_plain_file(self.metrics_path):
+            return None
+        atomic_write(self.metrics_path, "")
+        return ("metrics.jsonl was not a plain file (a link or a device): replaced, and its round "
+                "records rebuilt from the committed rounds")
 
     def truncate_metrics(self, last_round: int) -> None:
         """Drop metrics of rounds after ``last_round`` (they belong to a round that was lost),
@@ -625,7 +637,7 @@ class RunDir:
         committed round's ``round_committed`` record agree with the round's own files (one per
         round, rebuilt from ``eval.json`` and ``train_metrics.json`` when it is missing, as after
         a kill between the commit and the log, or disagrees)."""
-        if not self.metrics_path.is_file():
+        if not os.path.lexists(self.metrics_path):
             return
         kept = [r.value for r in self.metrics_records()
                 if isinstance(r.value, dict) and _round_of(r.value) <= last_round]
@@ -677,9 +689,13 @@ class RunDir:
         return None
 
     def metrics_records(self) -> list[Record]:
-        """Every non-blank line of ``metrics.jsonl`` as a ``Record`` (value or error)."""
-        if not self.metrics_path.is_file():
+        """Every non-blank line of ``metrics.jsonl`` as a ``Record`` (value or error); a
+        ``metrics.jsonl`` that is a link or a device is not read (one error record: a resume
+        replaces it with the committed rounds' records)."""
+        if not os.path.lexists(self.metrics_path):
             return []
+        if not is_plain_file(self.metrics_path):
+            return [Record(1, error="metrics.jsonl is not a plain file (a link or a device); not read")]
         return list(jsonl_records(self.metrics_path))
 
 

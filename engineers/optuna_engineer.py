@@ -52,7 +52,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field
 
 from curriculum.core.config import PluginConfig
-from curriculum.core.safefs import is_plain_file
+from curriculum.core.safefs import is_plain_file, read_inside
 from curriculum.core.records import Design, RoundReport
 from curriculum.core.spaces import Bucket, BucketSpace
 from engineers.base import DesignContext, Engineer
@@ -402,9 +402,9 @@ class OptunaEngineer(Engineer):
 
     def _baseline_score(self) -> float | None:
         if self._baseline is None and self.run_dir:
-            path = Path(self.run_dir) / "baseline_eval.json"
-            if path.is_file():
-                self._baseline = float(json.loads(path.read_text())["score"])
+            if is_plain_file(Path(self.run_dir) / "baseline_eval.json"):
+                raw = read_inside(self.run_dir, "baseline_eval.json", 64 << 20, what="baseline eval")
+                self._baseline = float(json.loads(raw)["score"])
         return self._baseline
 
     def _tell(self, study: Any, round_index: int) -> dict[str, Any]:

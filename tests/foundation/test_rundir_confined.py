@@ -93,3 +93,17 @@ def test_a_linked_round_dir_is_no_round_and_an_extension_sets_it_aside(finished,
     assert run.completed_rounds() == [0, 1, 2, 3]
     assert not run.round_dir(2).is_symlink()
     assert tree_digest(elsewhere) == before  # what the link pointed at is untouched
+
+
+def test_a_metrics_stream_that_is_a_link_is_neither_read_nor_written_through(finished, tmp_path):
+    outside = tmp_path / "outside.jsonl"
+    outside.write_text('{"keep": true}\n')
+    metrics = finished.metrics_path
+    metrics.unlink()
+    metrics.symlink_to(outside)
+    finding = _finding(diagnose(finished.path), "metrics.jsonl")
+    assert not finding.ok
+    res, text = _invoke("run", "--resume", str(finished.path), "--rounds", "4")
+    assert res.exit_code == 0, text
+    assert outside.read_text() == '{"keep": true}\n'
+    assert not metrics.is_symlink() and "round_committed" in metrics.read_text()
