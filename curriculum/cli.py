@@ -119,13 +119,19 @@ def eval_(
     from curriculum.console import RichReporter, eval_table
     from curriculum.core.types import EvalReport
     from curriculum.loop import evaluate_run
-    from curriculum.rundir import read_json, write_json
+    from curriculum.core.userfiles import read_user_bytes
+    from curriculum.rundir import write_json
     from curriculum.stats import paired_tasks
 
     if start and round_index is not None:
         _fail("--start and --round exclude each other")
+    if out is not None and (problem := output_file_problem(out)) is not None:
+        _fail(f"--out {out}: {problem}")  # before the eval, not after its work
     try:
-        other = EvalReport.model_validate(read_json(against)) if against is not None else None
+        other = (EvalReport.model_validate_json(read_user_bytes(against, "--against file"))
+                 if against is not None else None)
+    except ConfigError as err:
+        _fail(str(err))
     except (OSError, ValueError) as err:
         _fail(f"--against {against}: not an eval report ({type(err).__name__}: {err})")
     if other is not None and not other.task_scores:
@@ -147,6 +153,20 @@ def eval_(
                           markup=False, highlight=False, soft_wrap=True)
         except ValueError as err:
             _fail(f"--against {against}: {err}")
+
+
+def output_file_problem(path: Path) -> str | None:
+    """Why a report cannot be written to ``path`` (a file to create or replace), or ``None``."""
+    if os.path.isdir(path):
+        return "is a directory; name a file to write the report to"
+    if os.path.lexists(path) and not os.path.isfile(path):
+        return "exists and is not a regular file"
+    parent = path.parent
+    if not parent.is_dir():
+        return f"its folder {parent} does not exist"
+    if not os.access(parent, os.W_OK | os.X_OK):
+        return f"its folder {parent} is not writable"
+    return None
 
 
 @app.command(name="list", epilog="Example: curriculum list")

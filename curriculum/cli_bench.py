@@ -26,7 +26,7 @@ def register(app: typer.Typer) -> None:
                  "the design; default all).")] = None,
         testbed: Annotated[Optional[str], typer.Option(help=f"Testbed: {', '.join(TESTBEDS.names())} "
                                                       "(default: the config's).")] = None,
-        seeds: Annotated[int, typer.Option(min=1, help="Number of seeds (F..F+N-1, F = --first-seed), the same for every engineer.")] = 3,
+        seeds: Annotated[int, typer.Option(min=1, max=1_000, help="Number of seeds (F..F+N-1, F = --first-seed), the same for every engineer.")] = 3,
         rounds: Annotated[Optional[int], typer.Option(min=1, help="Rounds per run (default: the config's).")] = None,
         out: Annotated[Path, typer.Option(help="Output directory (runs, compare.json, plots).")] = Path("runs/compare"),
         trainer: Annotated[Optional[str], typer.Option(
@@ -82,10 +82,13 @@ def register(app: typer.Typer) -> None:
             _fail("--engineers is required without --design")
         names = ([e.strip() for e in engineers.split(",") if e.strip()] if engineers is not None
                  else list(declared.arms))
-        spec = CompareSpec(engineers=names, testbed=testbed,
-                           seeds=seeds, rounds=rounds, out=out, trainer=trainer, config=config,
-                           overrides=list(set_), jobs=jobs, first_seed=first_seed,
-                           share_round0=share_round0, design=declared)
+        try:
+            spec = CompareSpec(engineers=names, testbed=testbed,
+                               seeds=seeds, rounds=rounds, out=out, trainer=trainer, config=config,
+                               overrides=list(set_), jobs=jobs, first_seed=first_seed,
+                               share_round0=share_round0, design=declared)
+        except ConfigError as err:
+            _fail(str(err))
         if dry_run:
             try:
                 text = design_text(design_summary(spec, run_configs(spec), pilot_variance(list(pilot))))

@@ -54,7 +54,6 @@ import io
 import json
 import math
 import os
-import shutil
 import time
 import traceback
 from collections.abc import Callable
@@ -70,13 +69,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from curriculum.config import ConfigError, RunConfig, apply_overrides, read_config_file, validate_config
 from curriculum.core.records import LEGACY_SUITE
+from curriculum.core.userfiles import read_user_bytes
 from curriculum.core.types import EvalReport
 from curriculum.registry import ENGINEERS, TESTBEDS
 from curriculum.report import (RunSummary, plot_distribution, plot_final_by_size, plot_score_curves,
                                bucket_order, rates_by_size)
 
 from curriculum.answers import answer_counts
-from curriculum.rundir import RunDir, run_path, write_json
+from curriculum.rundir import RunDir, read_json, run_path, write_json
 from curriculum.stem import Stem, fork_member, plan_stems, round0_key, shares_round0
 from curriculum.stats import (VarianceComponents, binomial_default_variance, bootstrap_mean_ci,
                               bootstrap_mean_ci_columns, holm, minimal_detectable_effect, seed_paired,
@@ -86,6 +86,14 @@ SIMULATED_NOTICE = ("SIMULATED LEARNER: these numbers come from trainers/simulat
                     "model of learning dynamics (docs/simulated_learner.md). They compare engineers "
                     "under that model and are not results of any language model.")
 """Stated in the table title and ``compare.json`` whenever the trainer is ``simulated``."""
+
+
+MAX_SEEDS = 1_000
+"""Most seeds an arm may have (``--seeds``, a design's ``primary_seeds`` / ``secondary_seeds`` /
+an arm's ``seeds``): far past any comparison that can run, and refused before anything is
+planned, so a mistyped count is an error, not memory exhausted by the plan."""
+MAX_SEED = 2**31 - 1
+"""Largest seed a comparison may reach (``--first-seed`` + seeds - 1)."""
 
 
 @dataclass
@@ -109,6 +117,12 @@ class CompareSpec:
     design: CompareDesign | None = None
     """A declared design (``--design``): arms, the primary comparison and the power thresholds;
     ``engineers`` then names its arms. ``None``: every engineer is an arm of ``seeds`` seeds."""
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.seeds <= MAX_SEEDS:
+            raise ConfigError(f"--seeds {self.seeds}: between 1 and {MAX_SEEDS:,} seeds per arm")
+        if not 0 <= self.first_seed <= MAX_SEED - MAX_SEEDS:
+            raise ConfigError(f"--first-seed {self.first_seed}: between 0 and {MAX_SEED - MAX_SEEDS:,}")
 
     @property
     def seed_list(self) -> list[int]:
@@ -173,7 +187,7 @@ class Arm(BaseModel):
     """``--set``-style overrides (``key=value``) for this arm's runs only, applied before the
     command line's; e.g. a ``fixed`` arm trained on the test distribution sets
     ``testbed.initial_proposal`` to it."""
-    seeds: int | None = Field(None, ge=1)
+    seeds: int | None = Field(None, ge=1, le=MAX_SEEDS)
     """Seeds of this arm (``None``: ``primary_seeds`` for arms of the primary comparison, else
     ``secondary_seeds``)."""
     description: str = ""
@@ -185,10 +199,10 @@ class PowerThresholds(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    min_primary_seeds: int = Field(6, ge=1)
+    min_primary_seeds: int = Field(6, ge=1, le=MAX_SEEDS)
     """Seeds of each arm of the primary comparison: with S seeds the smallest two-sided
     sign-flip p-value over seed means is 2/2^S (S = 3: 0.25, never significant)."""
-    min_secondary_seeds: int = Field(3, ge=1)
+    min_secondary_seeds: int = Field(3, ge=1, le=MAX_SEEDS)
     """Seeds of every other arm."""
     min_grpo_steps: int = Field(12, ge=1)
     """Optimiser steps per run (rounds × steps per round) for trainers that count GRPO steps."""
@@ -224,9 +238,9 @@ class CompareDesign(BaseModel):
     target_mde: float | None = Field(None, gt=0, lt=1)
     """A minimal detectable effect the design aims at (score units): with a pilot, ``--dry-run``
     prints the seeds each primary pair needs to reach it."""
-    primary_seeds: int = Field(6, ge=1)
+    primary_seeds: int = Field(6, ge=1, le=MAX_SEEDS)
     """Seeds of the arms in ``primary`` (unless an arm sets its own)."""
-    secondary_seeds: int = Field(3, ge=1)
+    secondary_seeds: int = Field(3, ge=1, le=MAX_SEEDS)
     """Seeds of the other arms (unless an arm sets its own)."""
     alpha: float = Field(0.05, gt=0, lt=1)
     """Two-sided family-wise level of the primary tests (Holm) and of the MDE."""
@@ -514,10 +528,10 @@ def pilot_variance(paths: list[Path]) -> PilotVariance:
         if path.is_dir():
             scores.update(_compare_dir_scores(path))
         else:
-            from curriculum.rundir import read_json
-
             try:
-                report = EvalReport.model_validate(read_json(path))
+                report = EvalReport.model_validate_json(read_user_bytes(path, "--pilot file"))
+            except ConfigError:
+                raise
             except (OSError, ValueError) as err:
                 raise ConfigError(f"--pilot {path}: not an eval report or compare dir ({type(err).__name__})") from None
             if not report.task_scores:
@@ -736,7 +750,7 @@ def run_status(config: RunConfig) -> str:
         return "new"
     run = RunDir.open(path)
     try:
-        run.check_same_config(config)
+        run.extends_config(config)  # writes nothing: the run saves a larger count under its lock
     except ConfigError as err:
         raise ConfigError(f"{path} holds a run with a different config; choose another --out or "
                           f"delete it.\n{err}") from None
@@ -775,9 +789,10 @@ def _run_one(config_data: dict[str, Any], status: str,
     config = validate_config(config_data)
     path = run_path(config)
     start = time.perf_counter()
-    if status == "new" and path.exists():
-        shutil.rmtree(path)  # created but never got its config.yaml: nothing committed
-    run(config, resume=path if status == "resume" else None, final_test=not stem)
+    # Whether the run is new is decided again under its lock: another compare on the same
+    # --out may have started it since; leftovers without a config.yaml are cleared there.
+    run(config, resume=path if status == "resume" else None, final_test=not stem,
+        claim=status != "resume")
     return str(path), time.perf_counter() - start
 
 
@@ -857,9 +872,7 @@ class _Passes:
                 second.append((key, self.configs[key], status, status))
                 continue
             try:
-                if run_path(self.configs[key]).exists():  # started before, nothing committed
-                    shutil.rmtree(run_path(self.configs[key]))
-                fork_member(stem, self.configs[key])
+                fork_member(stem, self.configs[key])  # clears a start's leftovers under the lock
             except Exception:  # noqa: BLE001 - reported per run; a rerun forks it again
                 self.finish(key, status, None, f"starting the run from the shared round 0 {stem.path} failed:\n"
                             + traceback.format_exc())
@@ -1052,7 +1065,7 @@ def _run_row(o: RunOutcome, s: RunSummary | None, sizes: list[str],
     if o.error:
         row["error"] = o.error.strip().splitlines()[-1]
     if (o.path / "forked_from.json").is_file():  # round 0 came from a shared stem run
-        row["round0_from"] = json.loads((o.path / "forked_from.json").read_text())["stem"]
+        row["round0_from"] = read_json(o.path / "forked_from.json")["stem"]
     if s is not None:
         row.update(scores=s.scores, baseline_score=s.baseline_score, complete=s.complete,
                    final_score=s.scores[-1] if s.scores else None,
@@ -1265,9 +1278,9 @@ def load_compare_data(path: str | Path) -> dict[str, Any]:
     if not file.is_file():
         raise FileNotFoundError(f"{file}: no compare.json here (pass a `compare --out` directory or its compare.json)")
     try:
-        data = json.loads(file.read_text())
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{file}: not valid JSON ({err})") from err
+        data = json.loads(read_user_bytes(file, "compare.json"))
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as err:
+        raise ValueError(f"{file}: not valid JSON ({str(err)[:120]})") from None
     missing = [key for key in ("engineers", "summary", "pairwise") if key not in data]
     if not isinstance(data, dict) or missing:
         raise ValueError(f"{file}: not a compare.json (missing {', '.join(missing) or 'an object'})")

@@ -154,6 +154,10 @@ class RunConfig(StrictModel):
         if value is not None and (not value or "/" in value or value.startswith(".")
                                   or "\0" in value):
             raise ValueError("must be a plain directory name (no '/', not starting with '.')")
+        if value is not None and not value.isprintable():
+            bad = next(c for c in value if not c.isprintable())
+            raise ValueError(f"has the unprintable character {bad!r}; a run name may hold only "
+                             "printable characters (no newline, tab or escape)")
         if value is not None and len(value.encode("utf-8", "surrogateescape")) > 200:
             raise ValueError(f"is {len(value.encode('utf-8', 'surrogateescape'))} bytes; a run "
                              "directory name may have at most 200 (file systems allow 255)")
@@ -228,14 +232,7 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
     directory, no permission, not UTF-8), one over ``MAX_CONFIG_BYTES`` (checked before parsing),
     bad YAML, an empty file (nothing but blanks or comments: write ``{}`` to mean the library
     defaults) or a non-mapping."""
-    try:
-        size = Path(path).stat().st_size
-    except OSError:
-        size = 0  # read_user_text names the problem
-    if size > MAX_CONFIG_BYTES:
-        raise ConfigError(f"config file {path} is {size:,} bytes, over the {MAX_CONFIG_BYTES:,}-byte "
-                          "limit for a config; it is not read (is it the right file?)")
-    text = read_user_text(path, "config file")
+    text = read_user_text(path, "config file", MAX_CONFIG_BYTES)  # a regular file under the cap
     try:
         loaded = yaml.safe_load(text)
     except yaml.YAMLError as err:

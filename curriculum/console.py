@@ -16,10 +16,12 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.syntax import Syntax
 from rich.table import Table
+from rich.text import Text
 
 from curriculum.core.commands import fail  # noqa: F401 - the controller's commands refuse the same way
 from curriculum.core.metrics import MetricKey, parse_metrics
 from curriculum.core.records import RoundReport, suite_label
+from curriculum.core.terminal import terminal_safe
 from curriculum.core.types import EvalReport
 
 
@@ -220,16 +222,16 @@ def proposal_table(proposal: dict[str, Any]) -> Table | str:
     sizes = proposal.get("sizes") if isinstance(proposal, dict) else None
     if not isinstance(sizes, dict) or not sizes:
         if not isinstance(proposal, dict):
-            return escape(_short(proposal))
-        return escape("\n".join(f"  {key}: {len(value)} item(s)" if isinstance(value, list) else
-                                 f"  {key}: {_short(value)}" for key, value in proposal.items()))
+            return escape(terminal_safe(_short(proposal)))
+        return escape(terminal_safe("\n".join(f"  {key}: {len(value)} item(s)" if isinstance(value, list)
+                                               else f"  {key}: {_short(value)}" for key, value in proposal.items())))
     fields = list(next(iter(sizes.values())).keys())
     table = Table(show_header=True)
     table.add_column("size")
     for field in fields:
         table.add_column(field, justify="right")
     for size, values in sizes.items():
-        table.add_row(size, *(f"{values.get(f, float('nan')):.3f}" for f in fields))
+        table.add_row(Text(terminal_safe(str(size))), *(f"{values.get(f, float('nan')):.3f}" for f in fields))
     return table
 
 

@@ -6,7 +6,8 @@ committed rounds are numbered 0, 1, 2, … without a gap, leftovers (``.partial`
 interrupted, ``.damaged`` rounds a resume moved aside, ``.replaced`` rounds of an interrupted
 extension), ``metrics.jsonl`` (unreadable lines, and one ``round_committed`` record per
 committed round whose score is the one in that round's ``eval.json``), ``baseline_eval.json``,
-whether another process holds the run's lock, and what ``curriculum run --resume RUN`` would
+whether another process holds the run's lock, the engineer's own files beside the rounds
+(``Engineer.resume_problem``: the optuna study), and what ``curriculum run --resume RUN`` would
 do (``RunDir.plan_resume``, the very function a resume uses). The run is healthy when nothing
 is damaged; pruned checkpoints are not damage.
 
@@ -17,10 +18,12 @@ on a read-only run directory and changes nothing.
 from __future__ import annotations
 
 import fcntl
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from curriculum.config import ConfigError
+from curriculum.core.safefs import is_plain_file
 from curriculum.rundir import RunDir, read_json
 
 
@@ -111,10 +114,14 @@ def _metrics(run: RunDir, rounds: list[int], report: DoctorReport) -> None:
 
 def _lock(run: RunDir, report: DoctorReport) -> None:
     path = run.path / ".lock"
-    if not path.is_file():
+    if not os.path.lexists(path):
         return
-    try:
-        handle = open(path)  # read-only: flock needs no write access, and the doctor writes nothing
+    if not is_plain_file(path):
+        report.add("lock", False, ".lock is not a plain file (a link, a device...); "
+                                  "a resume refuses it: remove it")
+        return
+    try:  # read-only: flock needs no write access, and the doctor writes nothing; no link followed
+        handle = open(path, opener=lambda name, flags: os.open(name, flags | os.O_NOFOLLOW | os.O_NONBLOCK))
     except OSError as exc:
         report.add("lock", True, f"cannot be checked ({exc.strerror or exc})")
         return
@@ -125,6 +132,18 @@ def _lock(run: RunDir, report: DoctorReport) -> None:
             report.add("lock", True, f"in use by a running process (pid {handle.read(40).strip() or '?'})")
         except OSError as exc:
             report.add("lock", True, f"cannot be checked ({exc.strerror or exc})")
+
+
+def _engineer_files(run: RunDir, last: int | None, report: DoctorReport) -> None:
+    """The engineer's own files beside the rounds (``Engineer.resume_problem``)."""
+    from curriculum.loop import engineer_resume_problem
+
+    try:
+        problem = engineer_resume_problem(run, last, writing=False)
+    except ConfigError as err:  # a round's state the engineer cannot read: its round says why
+        problem = str(err)
+    if problem is not None:
+        report.add("engineer files", False, problem)
 
 
 def diagnose(path: str | Path) -> DoctorReport:
@@ -140,7 +159,7 @@ def diagnose(path: str | Path) -> DoctorReport:
     _leftovers(run, report)
     _metrics(run, rounds, report)
     baseline = run.path / "baseline_eval.json"
-    if baseline.exists():
+    if os.path.lexists(baseline):
         try:
             read_json(baseline)
             report.add("baseline_eval.json", True, "parses")
@@ -148,6 +167,8 @@ def diagnose(path: str | Path) -> DoctorReport:
             report.add("baseline_eval.json", False, str(err))
     _lock(run, report)
     plan = run.plan_resume(checked)
+    if report.findings[0].ok and not plan.refused:
+        _engineer_files(run, plan.last, report)
     if not report.findings[0].ok:
         report.resume = "cannot resume: config.yaml is damaged (see above)"
     elif plan.refused:

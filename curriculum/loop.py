@@ -71,11 +71,12 @@ class RunResult:
 
 
 def run(config: RunConfig, *, resume: Path | None = None, reporter: QuietReporter | None = None,
-        final_test: bool = True) -> RunResult:
+        final_test: bool = True, claim: bool = False) -> RunResult:
     """Run (or resume) a whole curriculum; returns the run dir and the full history.
     ``final_test=False`` leaves out the test suite after the last round when ``test_every_round``
     is off: for a shared round 0 (``curriculum.stem``), whose runs go on and test their own last
-    round.
+    round. ``claim`` (``compare``'s workers): start the run, or resume it if its directory holds
+    one already, decided under the run dir's lock (``RunDir.create``).
 
     Under ``accelerate launch`` every rank calls this; see ``curriculum.core.distributed`` for who
     does what.
@@ -87,7 +88,7 @@ def run(config: RunConfig, *, resume: Path | None = None, reporter: QuietReporte
     opened, error, notes = None, None, []
     if main:
         try:
-            opened, notes = _open_run_dir(config, resume)  # keeps the run-dir lock for the whole run
+            opened, notes = _open_run_dir(config, resume, claim)  # keeps the run-dir lock for the whole run
         except ConfigError as err:
             error = str(err)
     path, error = distributed.broadcast((opened.path if opened else None, error))
@@ -130,23 +131,31 @@ def run(config: RunConfig, *, resume: Path | None = None, reporter: QuietReporte
     return RunResult(run_dir=run_dir.path, history=history)
 
 
-def _open_run_dir(config: RunConfig, resume: Path | None) -> tuple[RunDir, list[str]]:
-    """Create or reopen the run dir; on resume, verify it and fall back past damaged rounds.
-    Returns the run dir and what the user must be told."""
+def _open_run_dir(config: RunConfig, resume: Path | None,
+                  claim: bool = False) -> tuple[RunDir, list[str]]:
+    """Create or reopen the run dir, locked before anything is written; on resume, verify it
+    and fall back past damaged rounds. Returns the run dir and what the user must be told."""
     if resume is None:
-        run_dir = RunDir.create(config)
+        run_dir = RunDir.create(config, claim=claim)  # locked
+        if run_dir.fresh:
+            return run_dir, []
+    else:
+        run_dir = RunDir.open(resume)
         run_dir.lock()
-        return run_dir, []
-    run_dir = RunDir.open(resume)
-    run_dir.lock()
     try:
+        RunDir.open(run_dir.path)  # a claimed directory must hold a run
         problem = run_dir.check_config()
         if problem is not None:
             raise RunDirError(f"cannot resume: {problem}")
         saved_rounds = run_dir.saved_config().rounds
         extending = run_dir.extends_config(config)  # refuses a different config, writes nothing
         run_dir.discard_partial()
-        notes = run_dir.apply_resume_plan(run_dir.plan_resume())  # refuses before any move
+        plan = run_dir.plan_resume()
+        if not plan.refused and (problem := engineer_resume_problem(run_dir, plan.last)) is not None:
+            raise RunDirError(f"cannot resume: {problem}")  # before any move or save
+        notes = run_dir.apply_resume_plan(plan)  # refuses before any move
+        if (replaced := run_dir.replace_odd_metrics()) is not None:
+            notes.append(replaced)
         if extending:  # only once the resume can proceed
             run_dir.save_config(config)
             notes.insert(0, f"extending the run from {saved_rounds} to {config.rounds} rounds")
@@ -154,6 +163,16 @@ def _open_run_dir(config: RunConfig, resume: Path | None) -> tuple[RunDir, list[
         run_dir.unlock()
         raise
     return run_dir, notes
+
+
+def engineer_resume_problem(run_dir: RunDir, last: int | None, *, writing: bool = True) -> str | None:
+    """What the run's engineer says of its own files before a resume after round ``last``
+    (``Engineer.resume_problem``; e.g. the optuna study beside the rounds), or ``None``."""
+    config = run_dir.saved_config()
+    state = run_dir.load_state(last).get("engineer") if last is not None else None
+    engineer_class = ENGINEERS.get(config.engineer.name).load()
+    return engineer_class.resume_problem(config.engineer, run_dir.path,
+                                         state if isinstance(state, dict) else None, writing=writing)
 
 
 def _restore(config: RunConfig, run_dir: RunDir, history: list[RoundReport], testbed: Testbed,

@@ -16,6 +16,9 @@ its manifest and returns a ``RoundHealth``:
   ``RunDir.prune_checkpoints``) make that entry **pruned** — the round's records are still
   good, but the run cannot resume from it;
 * files the manifest does not know about are ignored (they were not committed);
+* a listed path that is absolute or climbs out with ``..``, goes through a symbolic link, or is
+  not a regular file (a device, a pipe) is damaged and is never opened or read: the manifest is
+  a record of the run dir, and a run dir is not trusted to point outside itself;
 * a round without a manifest (written before manifests existed) is **unverified**: its JSON
   files are checked to parse, nothing more can be known.
 
@@ -29,14 +32,34 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from curriculum.core.safefs import (UnsafePath, check_relative, file_kind, is_plain_file, open_inside,
+                                    read_inside)
 
 MANIFEST = "manifest.json"
 """Name of the manifest file inside a round directory."""
 MANIFEST_VERSION = 1
 _BLOCK = 1 << 20
+
+
+def fd_digest(fd: int) -> tuple[str, int]:
+    """(SHA-256 hex digest, size in bytes) of an open regular file, read in blocks; closes it."""
+    h = hashlib.sha256()
+    size = 0
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise UnsafePath(f"is {file_kind(mode)}, not a regular file")
+        while block := os.read(fd, _BLOCK):
+            h.update(block)
+            size += len(block)
+    finally:
+        os.close(fd)
+    return h.hexdigest(), size
 
 
 def file_digest(path: Path, *, sync: bool = False) -> tuple[str, int]:
@@ -59,7 +82,7 @@ def build_manifest(directory: Path, round_index: int, **extra: Any) -> dict[str,
     files: dict[str, dict[str, Any]] = {}
     for item in sorted(directory.rglob("*")):
         rel = item.relative_to(directory).as_posix()
-        if item.is_file() and rel not in (MANIFEST, f".{MANIFEST}.tmp"):
+        if is_plain_file(item) and rel not in (MANIFEST, f".{MANIFEST}.tmp"):
             digest, size = file_digest(item, sync=True)
             files[rel] = {"sha256": digest, "bytes": size}
     return {"version": MANIFEST_VERSION, "round": round_index, "files": files, **extra}
@@ -117,14 +140,27 @@ class RoundHealth:
         return ", ".join(parts)
 
 
+MAX_RECORD_BYTES = 256 << 20
+"""Largest JSON record of a round that is read (a manifest, a round's records)."""
+
+
 def _json_problem(path: Path) -> str | None:
     try:
-        json.loads(path.read_bytes())
-    except OSError as exc:
-        return f"cannot be read ({exc.strerror or exc})"
+        json.loads(read_inside(path.parent, path.name, MAX_RECORD_BYTES))
+    except UnsafePath as err:
+        return _reason(err, path)
     except (ValueError, RecursionError) as exc:  # bad UTF-8 is a ValueError too
         return f"is not valid JSON ({str(exc)[:80]})"
     return None
+
+
+def _reason(err: UnsafePath, path: Path) -> str:
+    """``err``'s message without the path (the finding names the file already)."""
+    text = str(err)
+    for prefix in (f"{path}: ", f"file {path} "):
+        if text.startswith(prefix):
+            return text[len(prefix):]
+    return text
 
 
 def read_manifest(directory: Path) -> dict[str, Any] | None:
@@ -134,11 +170,11 @@ def read_manifest(directory: Path) -> dict[str, Any] | None:
 
 def _load_manifest(directory: Path) -> tuple[dict[str, Any] | None, str | None]:
     path = directory / MANIFEST
-    if not path.exists():
+    if not os.path.lexists(path):
         return None, None
     problem = _json_problem(path)
     if problem is None:
-        manifest = json.loads(path.read_bytes())
+        manifest = json.loads(read_inside(directory, MANIFEST, MAX_RECORD_BYTES))
         files = manifest.get("files") if isinstance(manifest, dict) else None
         if isinstance(files, dict) and all(
                 isinstance(v, dict) and isinstance(v.get("sha256"), str)
@@ -165,19 +201,24 @@ def check_round_dir(directory: Path, index: int, *, full: bool = True) -> RoundH
         return health
     pruned: set[str] = set()
     for rel, entry in manifest["files"].items():
+        try:
+            check_relative(rel)
+        except UnsafePath:
+            health.damaged[rel[:200]] = "is listed by the manifest but not a path inside the round dir"
+            continue
         top = rel.split("/", 1)[0]
         if top in pruned or (not full and "/" in rel):
             continue
-        path = directory / rel
-        if not path.is_file():
-            if "/" in rel:
+        try:  # no link below the round dir is followed; a device or pipe is not read
+            fd = open_inside(directory, rel, os.O_RDONLY | os.O_NONBLOCK)
+            health.files += 1
+            digest, size = fd_digest(fd)
+        except UnsafePath as err:
+            if err.missing and "/" in rel:
                 pruned.add(top)  # weights thinned or removed (retention), not a record lost
             else:
-                health.damaged[rel] = "is missing"
+                health.damaged[rel] = "is missing" if err.missing else _reason(err, directory / rel)
             continue
-        health.files += 1
-        try:
-            digest, size = file_digest(path)
         except OSError as exc:
             health.damaged[rel] = f"cannot be read ({exc.strerror or exc})"
             continue

@@ -48,6 +48,11 @@ swapped in by two renames; a resume after a crash between them restores the old 
 A fork (``RunDir.fork``, for ``compare``'s shared round 0) is a new run dir whose round 0 is
 hard-linked from a one-round stem run, with its own engineer state and manifest; its first
 resume asks the engineer for the design the stem skipped, as an extension does.
+
+Ownership: a run takes the directory's ``.lock`` (``flock``) before it writes anything, a fresh
+run included, and whatever decides that a directory is free (a new run, ``compare``'s claim of a
+run it judged new, a fork) decides it again under that lock. ``.lock`` is opened inside the
+directory without following a link (``curriculum.core.safefs.open_inside``).
 """
 
 from __future__ import annotations
@@ -57,6 +62,7 @@ import json
 import os
 import random
 import shutil
+import stat
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -67,8 +73,11 @@ import yaml
 
 from curriculum.config import (MAX_CONFIG_BYTES, ConfigError, RunConfig, check_expanded_size,
                                config_diff, dump_config, validate_config)
-from curriculum.manifest import RoundHealth, check_round_dir, read_manifest, write_manifest
+from curriculum.manifest import (MAX_RECORD_BYTES, RoundHealth, check_round_dir, read_manifest,
+                                 write_manifest)
 from curriculum.core.records import RoundReport
+from curriculum.core.safefs import (UnsafePath, is_plain_dir, is_plain_file, open_inside,
+                                    read_inside)
 from curriculum.core.userfiles import Record, jsonl_records
 
 RESUME_STATE = ("state.json", "checkpoint")
@@ -83,11 +92,15 @@ class RunDirError(ConfigError):
 def atomic_write(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` via a temporary file and rename."""
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    with open(tmp, "w") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # no stray temporary file beside a write that failed
+        raise
 
 
 def write_json(path: Path, value: Any) -> None:
@@ -95,13 +108,16 @@ def write_json(path: Path, value: Any) -> None:
 
 
 def read_json(path: Path) -> Any:
-    """A run-dir JSON file; ``RunDirError`` naming the file if it cannot be read or parsed."""
+    """A run-dir JSON file; ``RunDirError`` naming the file if it cannot be read or parsed. The
+    file itself is opened without following a link, must be a regular file and is read up to
+    ``MAX_RECORD_BYTES`` (``curriculum.core.safefs``)."""
     try:
-        return json.loads(path.read_bytes())
-    except FileNotFoundError:
-        raise RunDirError(f"{path} is missing") from None
-    except OSError as exc:
-        raise RunDirError(f"{path} cannot be read ({exc.strerror or exc})") from None
+        return json.loads(read_inside(path.parent, path.name, MAX_RECORD_BYTES, what="record"))
+    except UnsafePath as err:
+        if err.missing:
+            raise RunDirError(f"{path} is missing") from None
+        raise RunDirError(f"{err} (damaged or replaced); `curriculum doctor RUN` reports the "
+                          "run's health") from None
     except (ValueError, RecursionError) as exc:
         raise RunDirError(f"{path} is damaged (not valid JSON: {str(exc)[:80]}); "
                           "`curriculum doctor RUN` reports the run's health") from None
@@ -143,6 +159,16 @@ def _to_jsonable(value: Any) -> Any:
     return value
 
 
+def _fingerprint_data(data: dict[str, Any]) -> str:
+    data = {k: v for k, v in data.items() if k != "rounds"}
+    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _fingerprint(config_yaml: str) -> str:
+    """The fingerprint ``RunDir.config_fingerprint`` gives a ``config.yaml`` holding this text."""
+    return _fingerprint_data(yaml.safe_load(config_yaml))
+
+
 def run_path(config: RunConfig) -> Path:
     """Where a config with an explicit ``run_name`` keeps its run directory."""
     return Path(config.output_dir) / str(config.run_name)
@@ -153,25 +179,62 @@ class RunDir:
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
+        self.fresh = True
+        """False when ``create(claim=True)`` found a run here already (to be resumed)."""
+        self._lock_handle: Any = None
 
     # -- creation and resume ------------------------------------------------------------------
     @classmethod
-    def create(cls, config: RunConfig) -> RunDir:
+    def create(cls, config: RunConfig, *, claim: bool = False) -> RunDir:
+        """A new run directory for ``config``, locked before anything is written in it.
+
+        Whether the name is free is decided under the lock, so two runs started with one name
+        cannot both write it: the second is refused (in use, or already holding a run).
+        ``claim`` (``compare``'s workers) instead takes over a directory that holds no run yet
+        (leftovers of a start that never wrote its config are removed) and returns a directory
+        that does hold one still locked, with ``fresh`` False, for the caller to resume."""
         name = config.run_name or "{}-{}-seed{}-{}".format(
             config.engineer.name, config.testbed.name, config.seed,
             datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S"),
         )
         path = Path(config.output_dir) / name
         try:
-            if (path / "config.yaml").exists():
-                raise ConfigError(f"run directory {path} already exists; resume it with "
-                                  f"`curriculum run --resume {path}` or choose another run_name")
-            (path / "rounds").mkdir(parents=True, exist_ok=True)
-            run = cls(path)
-            atomic_write(path / "config.yaml", dump_config(config))
+            path.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise RunDirError(creation_problem(path, Path(config.output_dir), exc)) from None
+        run = cls(path)
+        run.lock()
+        try:
+            if os.path.lexists(path / "config.yaml"):
+                if claim:
+                    run.fresh = False
+                    return run
+                raise ConfigError(f"run directory {path} already exists; resume it with "
+                                  f"`curriculum run --resume {path}` or choose another run_name")
+            if claim:
+                run.clear_leftovers()
+            (path / "rounds").mkdir(exist_ok=True)
+            atomic_write(path / "config.yaml", dump_config(config))
+        except OSError as exc:
+            run.unlock()
+            raise RunDirError(creation_problem(path, Path(config.output_dir), exc)) from None
+        except BaseException:
+            run.unlock()
+            raise
         return run
+
+    def clear_leftovers(self) -> None:
+        """Remove everything but the lock from a directory that holds no run (no config.yaml):
+        what a start killed before its config left. Only under this process's lock."""
+        assert getattr(self, "_lock_handle", None) is not None, "clear_leftovers needs the lock"
+        for entry in os.listdir(self.path):
+            if entry == ".lock":
+                continue
+            target = self.path / entry
+            if is_plain_dir(target):
+                shutil.rmtree(target)
+            else:
+                target.unlink()
 
     @classmethod
     def fork(cls, stem: RunDir, config: RunConfig, *, engineer_state: dict[str, Any]) -> RunDir:
@@ -183,59 +246,56 @@ class RunDir:
         directory is hard-linked, its ``state.json`` gets this run's fresh ``engineer_state`` and
         its manifest this config's fingerprint; round 0's design is then asked on the first
         resume, as when extending a finished run (``loop._extend``). The new directory appears
-        by one rename, so a killed fork leaves nothing half-made behind."""
+        directory is locked first and gets its ``config.yaml`` last, so a killed fork leaves no
+        run behind (its leftovers are cleared by the next claim) and never touches a live run."""
         if stem.completed_rounds() != [0] or stem.checkpoint(0) is None:
             raise RunDirError(f"{stem.path} is not a finished one-round run with its weights kept")
         if stem.load_round(0).design is not None:
             raise RunDirError(f"{stem.path}: round 0 already has a design; a stem must skip it")
-        final = run_path(config)
-        if (final / "config.yaml").exists():
-            raise ConfigError(f"run directory {final} already exists; it cannot be forked again")
-        tmp = final.with_name(f".{final.name}.forking")
-        shutil.rmtree(tmp, ignore_errors=True)
-        (tmp / "rounds").mkdir(parents=True)
-        run = cls(tmp)
-        atomic_write(tmp / "config.yaml", dump_config(config))
-        for name in ("baseline_eval.json", "baseline_test_eval.json", "warmstart.json", "warmstart_eval.json",
-                     "warmstart_test_eval.json"):
-            if (stem.path / name).is_file():
-                _link_or_copy(str(stem.path / name), str(tmp / name))
-        if stem.metrics_path.is_file():  # appended to later: a copy, never a link
-            shutil.copy2(stem.metrics_path, run.metrics_path)
-        target = run.round_dir(0)
-        shutil.copytree(stem.round_dir(0), target, copy_function=_link_or_copy)
-        state = stem.load_state(0)
-        state["engineer"] = engineer_state
-        write_json(target / "state.json", state)  # a new inode: the stem's file is untouched
-        write_manifest(target, 0, config=run.config_fingerprint())
-        write_json(tmp / "forked_from.json", {"stem": str(stem.path.resolve()), "rounds": [0]})
-        _fsync_dir(target)
-        if final.exists():  # an empty directory left by a run that never wrote its config
-            shutil.rmtree(final)
-        os.rename(tmp, final)
-        _fsync_dir(final.parent)
-        return cls(final)
+        run = cls.create(config, claim=True)
+        if run.completed_rounds():
+            run.unlock()
+            raise ConfigError(f"run directory {run.path} already exists; it cannot be forked again")
+        try:
+            run.clear_leftovers()  # nothing committed (a start killed before its first round)
+            (run.path / "rounds").mkdir()
+            for name in ("baseline_eval.json", "baseline_test_eval.json", "warmstart.json",
+                         "warmstart_eval.json", "warmstart_test_eval.json"):
+                if is_plain_file(stem.path / name):
+                    _link_or_copy(str(stem.path / name), str(run.path / name))
+            if is_plain_file(stem.metrics_path):  # appended to later: a copy, never a link
+                shutil.copy2(stem.metrics_path, run.metrics_path)
+            target = run.round_dir(0)
+            tmp = run.rounds_dir / ".round_000.partial"
+            shutil.copytree(stem.round_dir(0), tmp, copy_function=_link_or_copy)
+            state = stem.load_state(0)
+            state["engineer"] = engineer_state
+            write_json(tmp / "state.json", state)  # a new inode: the stem's file is untouched
+            write_manifest(tmp, 0, config=_fingerprint(dump_config(config)))
+            _fsync_dir(tmp)
+            os.rename(tmp, target)
+            write_json(run.path / "forked_from.json", {"stem": str(stem.path.resolve()), "rounds": [0]})
+            atomic_write(run.path / "config.yaml", dump_config(config))
+            _fsync_dir(run.path)
+        finally:
+            run.unlock()
+        return cls(run.path)
 
     @classmethod
     def open(cls, path: str | Path) -> RunDir:
         run = cls(Path(path))
-        if not (run.path / "config.yaml").is_file():
+        if not os.path.lexists(run.path / "config.yaml"):  # what it is is checked when read
             raise ConfigError(f"{path} is not a run directory (no config.yaml)")
         return run
 
     def _saved_config_data(self) -> dict[str, Any]:
         path = self.path / "config.yaml"
+        try:  # what a run saves is a config under the cap plus defaults
+            raw = read_inside(self.path, "config.yaml", 4 * MAX_CONFIG_BYTES, what="saved config")
+        except UnsafePath as err:
+            raise RunDirError(f"{err} (damaged or replaced); it is not read") from None
         try:
-            size = path.stat().st_size
-        except OSError:
-            size = 0
-        if size > 4 * MAX_CONFIG_BYTES:  # what a run saves is a config under the cap plus defaults
-            raise RunDirError(f"{path} is {size:,} bytes, far more than a saved config (damaged or "
-                              "replaced); it is not read")
-        try:
-            data = yaml.safe_load(path.read_bytes())
-        except OSError as exc:
-            raise RunDirError(f"{path} cannot be read ({exc.strerror or exc})") from None
+            data = yaml.safe_load(raw)
         except (yaml.YAMLError, ValueError, RecursionError) as exc:
             raise RunDirError(f"{path} is damaged (not valid YAML: {str(exc)[:120]}); "
                               "the run's config cannot be recovered from it") from None
@@ -250,8 +310,7 @@ class RunDir:
     def config_fingerprint(self) -> str:
         """SHA-256 of the saved config without ``rounds`` (which an extension may raise); every
         round's manifest stores it, so a damaged but still valid ``config.yaml`` is noticed."""
-        data = {k: v for k, v in self._saved_config_data().items() if k != "rounds"}
-        return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
+        return _fingerprint_data(self._saved_config_data())
 
     def check_config(self) -> str | None:
         """Why ``config.yaml`` cannot be trusted, or ``None``: it must parse, validate and
@@ -322,20 +381,29 @@ class RunDir:
 
         Two processes writing one run dir (a resume started while an orphaned worker of a killed
         run is still going) would corrupt it; the kernel drops the lock when the holder dies.
+        ``.lock`` is opened inside the run dir without following a link (``open_inside``): a
+        link or anything but a plain file there is refused, never truncated. Taking a lock this
+        object holds already is a no-op.
         """
         import fcntl
 
+        if getattr(self, "_lock_handle", None) is not None:
+            return
         try:
-            handle = open(self.path / ".lock", "a+")
-        except OSError as exc:
-            raise RunDirError(f"{self.path} cannot be written ({exc.strerror or exc}): a resume "
-                              "needs write access to its run directory (`curriculum doctor` "
+            fd = open_inside(self.path, ".lock", os.O_RDWR | os.O_CREAT | os.O_NONBLOCK, 0o644)
+        except UnsafePath as err:
+            raise RunDirError(f"the run's lock cannot be taken: {err} (a run needs write access "
+                              "to its directory and a plain .lock file; `curriculum doctor` "
                               "reads it without)") from None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise RunDirError(f"{self.path / '.lock'} is not a plain file; remove it")
+        handle = os.fdopen(fd, "r+")
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             handle.seek(0)
-            holder = handle.read().strip() or "unknown"
+            holder = handle.read(40).strip() or "unknown"
             handle.close()
             raise ConfigError(f"{self.path} is in use by another run (pid {holder}); "
                               "stop it before resuming") from None
@@ -364,14 +432,15 @@ class RunDir:
         if not self.rounds_dir.is_dir():
             return []
         return sorted(int(p.name.split("_")[1]) for p in self.rounds_dir.glob("round_[0-9][0-9][0-9]")
-                      if p.is_dir())
+                      if is_plain_dir(p))
 
     def stray_round_entries(self) -> list[Path]:
-        """``rounds/round_NNN`` entries that are not directories (a file or a dangling link in a
-        round's place): no round, and in the way of the round that will be committed there."""
+        """``rounds/round_NNN`` entries that are not directories (a file or a link, dangling or
+        not, in a round's place: a run dir's rounds are never followed out of it): no round, and
+        in the way of the round that will be committed there."""
         if not self.rounds_dir.is_dir():
             return []
-        return sorted(p for p in self.rounds_dir.glob("round_[0-9][0-9][0-9]") if not p.is_dir())
+        return sorted(p for p in self.rounds_dir.glob("round_[0-9][0-9][0-9]") if not is_plain_dir(p))
 
     def discard_partial(self) -> None:
         """Remove rounds that were being written when a run died, and finish or undo an
@@ -499,9 +568,9 @@ class RunDir:
             "proposal": read_json(directory / "proposal.json"),
             "train_metrics": read_json(directory / "train_metrics.json"),
             "eval": read_json(directory / "eval.json"),
-            "test": read_json(test_path) if test_path.is_file() else None,
-            "env_outcomes": read_json(outcomes_path) if outcomes_path.is_file() else [],
-            "design": read_json(design_path) if design_path.is_file() else None,
+            "test": read_json(test_path) if os.path.lexists(test_path) else None,
+            "env_outcomes": read_json(outcomes_path) if os.path.lexists(outcomes_path) else [],
+            "design": read_json(design_path) if os.path.lexists(design_path) else None,
         })
 
     def load_state(self, index: int) -> dict[str, Any]:
@@ -512,7 +581,7 @@ class RunDir:
 
     def checkpoint(self, index: int) -> Path | None:
         path = self.round_dir(index) / "checkpoint"
-        return path if path.is_dir() else None
+        return path if is_plain_dir(path) else None
 
     # -- checkpoint retention -----------------------------------------------------------------
     @property
@@ -547,8 +616,20 @@ class RunDir:
         return self.path / "metrics.jsonl"
 
     def log(self, record: dict[str, Any]) -> None:
-        with open(self.metrics_path, "a") as handle:
+        """Append one record to ``metrics.jsonl`` (never through a link)."""
+        fd = open_inside(self.path, "metrics.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        with os.fdopen(fd, "a") as handle:
             handle.write(json.dumps(record, default=float) + "\n")
+
+    def replace_odd_metrics(self) -> str | None:
+        """Replace a ``metrics.jsonl`` that is a link or a device with an empty plain file (the
+        link itself, never its target; ``truncate_metrics`` then rebuilds the committed rounds'
+        records); returns what was done, or ``None``."""
+        if not os.path.lexists(self.metrics_path) or is_plain_file(self.metrics_path):
+            return None
+        atomic_write(self.metrics_path, "")
+        return ("metrics.jsonl was not a plain file (a link or a device): replaced, and its round "
+                "records rebuilt from the committed rounds")
 
     def truncate_metrics(self, last_round: int) -> None:
         """Drop metrics of rounds after ``last_round`` (they belong to a round that was lost),
@@ -556,7 +637,7 @@ class RunDir:
         committed round's ``round_committed`` record agree with the round's own files (one per
         round, rebuilt from ``eval.json`` and ``train_metrics.json`` when it is missing, as after
         a kill between the commit and the log, or disagrees)."""
-        if not self.metrics_path.is_file():
+        if not os.path.lexists(self.metrics_path):
             return
         kept = [r.value for r in self.metrics_records()
                 if isinstance(r.value, dict) and _round_of(r.value) <= last_round]
@@ -608,9 +689,13 @@ class RunDir:
         return None
 
     def metrics_records(self) -> list[Record]:
-        """Every non-blank line of ``metrics.jsonl`` as a ``Record`` (value or error)."""
-        if not self.metrics_path.is_file():
+        """Every non-blank line of ``metrics.jsonl`` as a ``Record`` (value or error); a
+        ``metrics.jsonl`` that is a link or a device is not read (one error record: a resume
+        replaces it with the committed rounds' records)."""
+        if not os.path.lexists(self.metrics_path):
             return []
+        if not is_plain_file(self.metrics_path):
+            return [Record(1, error="metrics.jsonl is not a plain file (a link or a device); not read")]
         return list(jsonl_records(self.metrics_path))
 
 

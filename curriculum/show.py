@@ -1,5 +1,8 @@
 """``curriculum show``: what happened in a run, round by round.
 
+Whatever a model wrote (prompt, answer, parsed proposal, changes, diagnostics) is printed through
+``terminal_safe``: an escape sequence in it is shown, never acted on by the terminal.
+
 Every score names its held-out suite: ``test score`` (what reports and ``compare`` use) beside
 ``validation score`` (what the engineer read). A run dir written before runs had two suites has
 one eval suite, shown as ``validation score`` with the note that it was also the reported one.
@@ -11,11 +14,14 @@ import json
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from curriculum.answers import round_answers
 from curriculum.console import eval_table, proposal_table
 from curriculum.core.records import LEGACY_SUITE, suite_label
+from curriculum.core.terminal import terminal_safe
 from curriculum.rundir import RunDir
 
 
@@ -51,7 +57,7 @@ def _show_rounds(run: RunDir, run_dir: Path, rounds: list[int], console: Console
         table.add_row(str(index), "-" if report.test is None else f"{report.test.score:.4f}",
                       f"{report.eval.score:.4f}",
                       f"{report.train_metrics.get('train/mean_reward', float('nan')):.4f}",
-                      design.engineer if design else "-", "-" if parsed is None else ("yes" if parsed else "no"),
+                      Text(terminal_safe(design.engineer)) if design else "-", "-" if parsed is None else ("yes" if parsed else "no"),
                       str(len(design.changes)) if design else "-")
     console.print(table)
     if legacy:
@@ -75,25 +81,28 @@ def _show_round(run: RunDir, round_index: int, console: Console) -> None:
     if design is None:
         console.print("no design (last round)")
         return
-    console.rule(f"engineer {design.engineer}: prompt")
-    console.print(design.design.prompt or "(no model prompt)", markup=False, highlight=False)
+    console.rule(escape(terminal_safe(f"engineer {design.engineer}: prompt")))
+    console.print(terminal_safe(design.design.prompt or "(no model prompt)"), markup=False, highlight=False)
     console.rule("raw output")
-    console.print(design.design.output or "(no model output)", markup=False, highlight=False)
+    console.print(terminal_safe(design.design.output or "(no model output)"), markup=False, highlight=False)
     parsed = design.diagnostics.get("parsed")
     if parsed is None:
         console.rule("parsed proposal")
     else:
         console.rule(f"parsed proposal: engineer proposed (parsed: {'yes' if parsed else 'no'}, "
                      f"{design.diagnostics.get('decoding', 'decoding not recorded')})")
-    console.print(json.dumps(design.design.raw, indent=1, default=str)[:4000], markup=False)
+    console.print(terminal_safe(json.dumps(design.design.raw, indent=1, default=str)[:4000]), markup=False,
+                  highlight=False)
     console.rule("projected proposal")
     console.print(proposal_table(design.projected))
     console.rule(f"project's changes ({len(design.changes)})")
     for change in design.changes:
-        console.print(f"{change.path}: {change.proposed!r} → {change.applied!r} ({change.reason})", markup=False)
+        console.print(terminal_safe(f"{change.path}: {change.proposed!r} → {change.applied!r} ({change.reason})"),
+                      markup=False, highlight=False)
     if design.diagnostics:
         console.rule("diagnostics")
-        console.print(json.dumps(design.diagnostics, indent=1, default=str), markup=False)
+        console.print(terminal_safe(json.dumps(design.diagnostics, indent=1, default=str)), markup=False,
+                      highlight=False)
 
 
 def engineer_view(run_dir: Path, item: str | None = None):

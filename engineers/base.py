@@ -123,6 +123,16 @@ class Engineer(ABC):
         (e.g. asking the trained policy for text when that policy writes plans)."""
         return None
 
+    @classmethod
+    def resume_problem(cls, config: BaseModel, run_dir: Path, state: dict[str, Any] | None,
+                       *, writing: bool = True) -> str | None:
+        """Why this engineer's own files in ``run_dir`` (beside the rounds, so outside their
+        checksums) cannot be resumed from, in one line, or ``None``. ``state`` is the engineer
+        state of the round the resume continues after (``None``: from scratch). Asked by a
+        resume before it moves or saves anything, and by ``curriculum doctor`` (``writing``
+        False: look without taking any lock or writing); default none."""
+        return None
+
     # -- hooks (do nothing by default) ----------------------------------------------------------
     def on_run_start(self, testbed: Testbed, initial_proposal: BaseModel) -> None:
         """Called once when a run starts or resumes."""

@@ -30,11 +30,21 @@ Resume is idempotent: trials are keyed by round, so a re-run round whose trial i
 complete is not told twice, and a T_{r+1} asked by an earlier attempt (the run died after
 ``design`` but before round r was committed) is reused rather than asked again. The sampler is rebuilt at every call with a seed drawn from the controller's per-round
 RNG, so a resumed run asks exactly what an uninterrupted one would.
+
+``optuna.db`` sits beside the rounds, outside their checksums, so the study is tied to them
+instead: it carries a random study token and the fingerprint of this engineer config (study user
+attributes), and every round's engineer state (checksummed in the round's manifest) records the
+token. A resume and ``curriculum doctor`` ask ``resume_problem`` before anything is moved or
+saved: a study file that is a link, damaged (SQLite's ``quick_check``), locked by another process
+(after ``LOCK_PROBE_S``), another run's, or made for another config is one line naming the file.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -42,6 +52,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field
 
 from curriculum.core.config import PluginConfig
+from curriculum.core.safefs import is_plain_file, read_inside
 from curriculum.core.records import Design, RoundReport
 from curriculum.core.spaces import Bucket, BucketSpace
 from engineers.base import DesignContext, Engineer
@@ -213,6 +224,85 @@ def make_sampler(config: OptunaEngineerConfig, seed: int, total_rounds: int | No
     return optuna.samplers.QMCSampler(seed=seed)
 
 
+TOKEN_ATTR = "curriculum_token"
+"""Study user attribute: the run's study token, also kept in every round's engineer state."""
+CONFIG_ATTR = "curriculum_config"
+"""Study user attribute: the fingerprint of the engineer config the study was made for."""
+LOCK_PROBE_S = 1.0
+"""How long a resume waits for another process's lock on ``optuna.db`` before refusing."""
+
+
+def config_fingerprint(config: OptunaEngineerConfig) -> str:
+    """SHA-256 (16 hex digits) of what shapes the study: everything in the engineer's config."""
+    blob = json.dumps(config.model_dump(mode="json"), sort_keys=True).encode()
+    return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def study_problem(path: Path, config: OptunaEngineerConfig, token: str | None,
+                  *, probe_lock: bool = True) -> str | None:
+    """Why the study file ``path`` cannot be used by a run whose rounds recorded ``token``, or
+    ``None``: it must be a plain file, pass SQLite's ``quick_check``, not be locked by another
+    process (``probe_lock``), and carry this run's token and config fingerprint."""
+    import sqlite3
+
+    if not os.path.lexists(path):
+        return None if token is None else f"{path} is missing; the run's rounds recorded a study"
+    if not is_plain_file(path):
+        return f"{path} is not a plain file (a link or a device); remove it"
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=LOCK_PROBE_S)
+    except sqlite3.Error as exc:
+        return f"{path} cannot be opened ({exc})"
+    try:
+        check = conn.execute("PRAGMA quick_check").fetchone()
+        if not check or check[0] != "ok":
+            return f"{path} is damaged (SQLite: {str(check[0] if check else 'no answer')[:120]})"
+        attrs = dict(conn.execute("SELECT key, value_json FROM study_user_attributes sua JOIN studies s "
+                                  "ON s.study_id = sua.study_id WHERE s.study_name = ?",
+                                  (config.study_name,)).fetchall())
+    except sqlite3.OperationalError as exc:
+        if "locked" in str(exc):
+            return f"{path} is locked by another process; stop it before resuming"
+        return f"{path} is damaged (SQLite: {str(exc)[:120]})"
+    except sqlite3.DatabaseError as exc:
+        return f"{path} is damaged (SQLite: {str(exc)[:120]})"
+    finally:
+        conn.close()
+    if probe_lock and (problem := _lock_problem(path)) is not None:
+        return problem
+    return _identity_problem(path, attrs, config, token)
+
+
+def _lock_problem(path: Path) -> str | None:
+    import sqlite3
+
+    conn = sqlite3.connect(str(path), timeout=LOCK_PROBE_S, isolation_level=None)
+    try:
+        conn.execute("BEGIN IMMEDIATE")  # the write lock a resume needs, taken and given back
+        conn.execute("ROLLBACK")
+    except sqlite3.OperationalError as exc:
+        if "locked" in str(exc) or "busy" in str(exc):
+            return f"{path} is locked by another process; stop it before resuming"
+        return f"{path} cannot be written ({str(exc)[:120]})"
+    finally:
+        conn.close()
+    return None
+
+
+def _identity_problem(path: Path, attrs: dict[str, str], config: OptunaEngineerConfig,
+                      token: str | None) -> str | None:
+    if token is None:
+        return None  # a fresh start (its study is made again) or a run from before tokens
+    found = json.loads(attrs[TOKEN_ATTR]) if TOKEN_ATTR in attrs else None
+    if found != token:
+        return (f"{path} is not this run's study (it belongs to another run, or was replaced); "
+                "restore this run's optuna.db or start a new run")
+    made_for = json.loads(attrs[CONFIG_ATTR]) if CONFIG_ATTR in attrs else None
+    if made_for != config_fingerprint(config):
+        return f"{path} was made for another engineer config (fingerprint {made_for}, now {config_fingerprint(config)})"
+    return None
+
+
 def sqlite_storage(path: Path) -> Any:
     """Optuna RDB storage on SQLite in WAL mode with ``synchronous=NORMAL``.
 
@@ -252,6 +342,19 @@ class OptunaEngineer(Engineer):
         self._storage: Any = None
         self._scores: dict[int, float] = {}
         self._baseline: float | None = None
+        self._token = uuid.uuid4().hex
+        self._resumed = False
+        self._tied = False
+        """The study carries ``_token`` (then every state records it; a fresh engineer's, as a
+        fork's round 0 gets, has no study yet and records none)."""
+
+    @classmethod
+    def resume_problem(cls, config: BaseModel, run_dir: Path, state: dict[str, Any] | None,
+                       *, writing: bool = True) -> str | None:
+        """``optuna.db`` must be intact, free and this run's own (``study_problem``)."""
+        token = state.get("study_token") if isinstance(state, dict) else None
+        return study_problem(Path(run_dir) / DB_FILE, config, token if isinstance(token, str) else None,
+                             probe_lock=writing)
 
     # -- storage ------------------------------------------------------------------------------
     @property
@@ -274,9 +377,23 @@ class OptunaEngineer(Engineer):
 
         self._space = SearchSpace.of(testbed.proposal_space, self.config.simplex)
         study = self._study(0)  # create the study file now, so a dashboard can open it from round 0
+        if study.user_attrs.get(TOKEN_ATTR) != self._token:
+            if self._resumed and TOKEN_ATTR in study.user_attrs:
+                raise ValueError(f"{self.storage_url}: not this run's study")  # resume_problem says more
+            if not self._resumed and study.get_trials(deepcopy=False):
+                study = self._fresh_study()  # left by a start that committed no round
+            study.set_user_attr(TOKEN_ATTR, self._token)
+            study.set_user_attr(CONFIG_ATTR, config_fingerprint(self.config))
+        self._tied = True
         for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
             if ROUND_ATTR not in t.user_attrs:  # asked by a run that died before keying it
                 study.tell(t.number, state=TrialState.FAIL)
+
+    def _fresh_study(self) -> Any:
+        import optuna
+
+        optuna.delete_study(study_name=self.config.study_name, storage=self._storage)
+        return self._study(0)
 
     @staticmethod
     def _trial_for(study: Any, round_index: int) -> Any:
@@ -285,9 +402,9 @@ class OptunaEngineer(Engineer):
 
     def _baseline_score(self) -> float | None:
         if self._baseline is None and self.run_dir:
-            path = Path(self.run_dir) / "baseline_eval.json"
-            if path.is_file():
-                self._baseline = float(json.loads(path.read_text())["score"])
+            if is_plain_file(Path(self.run_dir) / "baseline_eval.json"):
+                raw = read_inside(self.run_dir, "baseline_eval.json", 64 << 20, what="baseline eval")
+                self._baseline = float(json.loads(raw)["score"])
         return self._baseline
 
     def _tell(self, study: Any, round_index: int) -> dict[str, Any]:
@@ -351,7 +468,10 @@ class OptunaEngineer(Engineer):
         self._storage = None
 
     def state_dict(self) -> dict[str, Any]:
-        return {"scores": {str(r): s for r, s in sorted(self._scores.items())}}
+        scores = {"scores": {str(r): s for r, s in sorted(self._scores.items())}}
+        return scores | {"study_token": self._token} if self._tied else scores
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self._scores = {int(k): float(v) for k, v in state.get("scores", {}).items()}
+        if isinstance(state.get("study_token"), str):
+            self._token, self._resumed = state["study_token"], True

@@ -22,6 +22,9 @@ Modules:
   memory per GPU, ``PlanTarget``;
 * ``commands`` — a plugin's command-line sub-app (``CommandHost``, ``fail``);
 * ``userfiles`` — reading users' files (configs, JSONL inputs) with readable refusals;
+* ``terminal`` — ``terminal_safe``: model text made safe to print on a terminal;
+* ``safefs`` — bounded reads of files users name, and paths inside a run dir opened without
+  following links;
 * ``types`` — ``Task``, ``Completion``, ``Policy``, ``Change``, ``EvalReport``;
 * ``breakdown`` — ``EvalBreakdown``, the typed failure breakdown of an eval (``EvalReport.breakdown``);
 * ``metrics`` — ``MetricKey``, the typed name of a flat eval metric (``valid_rate/3agents/5x5``);

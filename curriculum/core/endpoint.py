@@ -3,7 +3,10 @@
 ``EndpointPolicy.generate(tasks)`` POSTs each task's messages to ``<url>/chat/completions`` as
 ``{"model", "messages", "max_tokens", "temperature", "seed"[, "response_format"]}`` and returns
 ``choices[0].message.content`` with ``usage.completion_tokens`` (or a whitespace token count when
-the server sends no usage). Connection errors, timeouts, HTTP 429 and 5xx are retried
+the server sends no usage). ``timeout_s`` bounds each request as a whole, however slowly the
+server answers (its sockets are shut down at the deadline); a reply is read up to
+``MAX_REPLY_BYTES`` and parsed with nesting too deep for the parser refused. Connection errors,
+timeouts, HTTP 429 and 5xx are retried
 ``retries`` times with exponential backoff; any other failure raises ``EndpointError`` with a
 message naming the URL, the status and the start of the server's reply. When ``json_schema`` is
 set and the server answers 400, the request is sent once more without ``response_format``.
@@ -14,8 +17,11 @@ set and the server answers 400, the request is sent once more without ``response
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
+import socket
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -40,7 +46,7 @@ class EndpointConfig(StrictModel):
     api_key_env: str = "CURRICULUM_ENDPOINT_API_KEY"
     """Environment variable holding the bearer token (keys are never written to config files)."""
     timeout_s: float = Field(120.0, gt=0.0, le=3600.0)
-    """Seconds before one HTTP request is abandoned."""
+    """Seconds before one HTTP request is abandoned, connection and whole reply included."""
     retries: int = Field(2, ge=0, le=10)
     """Extra attempts after a timeout, connection error, HTTP 429 or 5xx."""
     backoff_s: float = Field(2.0, ge=0.0, le=120.0)
@@ -141,26 +147,114 @@ class EndpointPolicy:
             if attempt:
                 self._sleep(self.config.backoff_s * 2 ** (attempt - 1))
             request = urllib.request.Request(url, data=data, headers=headers, method="POST")
+            deadline = _Deadline(self.config.timeout_s)
             try:
-                with urllib.request.urlopen(request, timeout=self.config.timeout_s) as response:
-                    raw = response.read()
+                with deadline, _opener(deadline).open(request, timeout=self.config.timeout_s) as response:
+                    raw = _read_capped(response, url)
             except urllib.error.HTTPError as err:
-                detail = _snippet(err.read())
+                detail = _snippet(err.read(4096))
                 last = f"HTTP {err.code} from {url}: {detail}"
                 if err.code == 429 or err.code >= 500:
                     continue
                 if err.code == 400:
                     raise _BadRequest(last) from None
                 raise EndpointError(last) from None
-            except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as err:
+            except (urllib.error.URLError, TimeoutError, ConnectionError, OSError,
+                    http.client.HTTPException) as err:
                 reason = getattr(err, "reason", err)
-                last = f"cannot reach {url}: {reason}"
+                last = (f"no complete reply from {url} within {self.config.timeout_s:g}s"
+                        if deadline.expired else f"cannot reach {url}: {reason}")
                 continue
-            try:
-                return json.loads(raw)
-            except ValueError:
-                raise EndpointError(f"{url} did not answer JSON: {_snippet(raw)}") from None
+            if deadline.expired:
+                last = f"no complete reply from {url} within {self.config.timeout_s:g}s"
+                continue
+            return _parse_reply(raw, url)
         raise EndpointError(f"{last} (after {self.config.retries + 1} attempts)")
+
+
+MAX_REPLY_BYTES = 64 << 20
+"""Largest reply body read from an endpoint; a bigger one is an ``EndpointError``."""
+
+
+class _Deadline:
+    """One request's whole deadline: when it passes, every socket the request opened is shut
+    down, so a server that answers one byte at a time cannot hold a request past
+    ``timeout_s`` (the socket timeout alone applies to each read, not to the request)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.expired = False
+        self._sockets: list[socket.socket] = []
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(seconds, self._expire)
+        self._timer.daemon = True
+
+    def __enter__(self) -> _Deadline:
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._timer.cancel()
+
+    def watch(self, sock: socket.socket) -> None:
+        """Shut ``sock`` down at the deadline (at once when it has passed)."""
+        with self._lock:
+            self._sockets.append(sock)
+            if self.expired:
+                _shut(sock)
+
+    def _expire(self) -> None:
+        with self._lock:
+            self.expired = True
+            for sock in self._sockets:
+                _shut(sock)
+
+
+def _shut(sock: socket.socket) -> None:
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+
+
+def _opener(deadline: _Deadline) -> urllib.request.OpenerDirector:
+    """An opener whose HTTP(S) connections hand their sockets to ``deadline``."""
+
+    class Connection(http.client.HTTPConnection):
+        def connect(self) -> None:
+            super().connect()
+            deadline.watch(self.sock)
+
+    class SecureConnection(http.client.HTTPSConnection):
+        def connect(self) -> None:
+            super().connect()
+            deadline.watch(self.sock)
+
+    class Handler(urllib.request.HTTPHandler):
+        def http_open(self, req):  # type: ignore[override]
+            return self.do_open(Connection, req)
+
+    class SecureHandler(urllib.request.HTTPSHandler):
+        def https_open(self, req):  # type: ignore[override]
+            return self.do_open(SecureConnection, req, context=self._context)
+
+    return urllib.request.build_opener(Handler, SecureHandler)
+
+
+def _read_capped(response: Any, url: str) -> bytes:
+    """The reply body, refused past ``MAX_REPLY_BYTES``."""
+    raw = response.read(MAX_REPLY_BYTES + 1)
+    if len(raw) > MAX_REPLY_BYTES:
+        raise EndpointError(f"{url} answered more than {MAX_REPLY_BYTES:,} bytes; not read")
+    return raw
+
+
+def _parse_reply(raw: bytes, url: str) -> Any:
+    """The reply's JSON; nesting too deep for the parser or a huge number is an ``EndpointError``."""
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError, MemoryError) as exc:
+        why = "nested too deeply" if isinstance(exc, RecursionError) else "not JSON"
+        raise EndpointError(f"{url} did not answer usable JSON ({why}): {_snippet(raw)}") from None
 
 
 class _BadRequest(Exception):
@@ -176,8 +270,11 @@ def _completion(reply: Any, url: str) -> Completion:
     try:
         content = reply["choices"][0]["message"]["content"]
     except (KeyError, IndexError, TypeError):
-        raise EndpointError(f"{url} answered without choices[0].message.content: "
-                            f"{_snippet(json.dumps(reply)[:300])}") from None
+        try:
+            shown = _snippet(json.dumps(reply)[:300])
+        except (ValueError, RecursionError):
+            shown = "(unprintable)"
+        raise EndpointError(f"{url} answered without choices[0].message.content: {shown}") from None
     text = content if isinstance(content, str) else ""
     usage = reply.get("usage") if isinstance(reply, dict) else None
     tokens = usage.get("completion_tokens") if isinstance(usage, dict) else None

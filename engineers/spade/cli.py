@@ -91,6 +91,9 @@ def _seed(entry: MemoryEntry) -> str:
 def envs_table(entries: list[MemoryEntry]):
     """A rich table: one row per design."""
     from rich.table import Table
+    from rich.text import Text
+
+    from curriculum.core.terminal import terminal_safe
 
     table = Table(title=f"SPADE environments ({sum(e.admitted for e in entries)} admitted, "
                         f"{sum(played(e) for e in entries)} played / {len(entries)})")
@@ -101,9 +104,10 @@ def envs_table(entries: list[MemoryEntry]):
         verdict = "admitted" if e.admitted else f"rejected: {e.reason}"
         if e.near_duplicate_of:
             verdict += f" (near dup of {e.near_duplicate_of[:8]})"
-        table.add_row(e.hash, str(e.round), e.skill, verdict, "yes" if played(e) else "no", _num(e.regret),
-                      _num(e.win_rate_with_hint), _num(e.win_rate_without), _seed(e), (e.parent or "-")[:8],
-                      "yes" if e.active else "no", e.corpus_doc_id or "-")
+        cells = (e.hash, str(e.round), e.skill, verdict, "yes" if played(e) else "no", _num(e.regret),
+                 _num(e.win_rate_with_hint), _num(e.win_rate_without), _seed(e), (e.parent or "-")[:8],
+                 "yes" if e.active else "no", e.corpus_doc_id or "-")
+        table.add_row(*(Text(terminal_safe(str(cell))) for cell in cells))  # model text: shown, not acted on
     return table
 
 
@@ -112,6 +116,9 @@ def env_panel(entry: MemoryEntry):
     from rich.console import Group
     from rich.panel import Panel
     from rich.syntax import Syntax
+    from rich.text import Text
+
+    from curriculum.core.terminal import terminal_safe
 
     head = "\n".join([
         f"hash {entry.hash}   round {entry.round}   setting {entry.setting}   skill {entry.skill}",
@@ -123,11 +130,12 @@ def env_panel(entry: MemoryEntry):
         + (f"   near duplicate of {entry.near_duplicate_of}" if entry.near_duplicate_of else ""),
         f"hint: {entry.hint or '-'}",
     ])
-    parts = [Panel(head, title="environment")]
+    parts = [Panel(Text(terminal_safe(head)), title="environment")]  # model text: shown, never acted on
     if entry.program:
-        parts.append(Syntax(entry.program, "python", line_numbers=True))
+        parts.append(Syntax(terminal_safe(entry.program), "python", line_numbers=True))
     elif entry.extra.get("output"):
-        parts.append(Panel(entry.extra["output"], title="designer output (no program parsed)"))
+        parts.append(Panel(Text(terminal_safe(str(entry.extra["output"]))),
+                           title="designer output (no program parsed)"))
     return Group(*parts)
 
 

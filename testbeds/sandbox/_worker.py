@@ -39,6 +39,8 @@ import traceback
 HEADER = struct.Struct(">I")
 ENV_MODULE = "__env__"
 FATAL_SIGNAL_NAMES = {s.value: s.name for s in signal.Signals}
+SCRATCH_CHECK_S = 0.01
+"""How often the zygote counts the entries of the scratch /tmp while an instance lives."""
 
 
 # --------------------------------------------------------------------------- frame codec
@@ -59,12 +61,21 @@ def write_frame(fd: int, payload: bytes) -> None:
         view = view[written:]
 
 
+def wait_ready(fd: int, seconds: float, *, write: bool = False) -> bool:
+    """True when ``fd`` becomes readable (or writable) within ``seconds``. Uses ``poll``, not
+    ``select``, so a descriptor numbered above 1,023 is waited on like any other."""
+    if seconds <= 0:
+        return False
+    poller = select.poll()
+    poller.register(fd, select.POLLOUT if write else select.POLLIN)
+    return bool(poller.poll(max(1, int(seconds * 1000 + 0.999))))
+
+
 def _read_exact(fd: int, n: int, deadline: float | None) -> bytes:
     chunks, remaining = [], n
     while remaining:
         if deadline is not None:
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([fd], [], [], left)[0]:
+            if not wait_ready(fd, deadline - time.monotonic()):
                 raise FrameError("timeout")
         chunk = os.read(fd, min(remaining, 1 << 20))
         if not chunk:
@@ -118,12 +129,19 @@ DENIED_SYSCALLS = (
     "mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify", "mq_getsetattr",
 )
 
+SIGNAL_OWNER_FCNTL = (8, 10, 15)
+"""``F_SETOWN``, ``F_SETSIG``, ``F_SETOWN_EX``: with ``O_ASYNC`` they make the kernel signal
+any chosen process (the zygote included) when a descriptor becomes ready."""
+SIGNAL_OWNER_IOCTL = (0x8901, 0x8902)
+"""``FIOSETOWN`` and ``SIOCSPGRP``, the ``ioctl`` spellings of ``F_SETOWN``."""
+
 
 def install_seccomp(protected_pid: int) -> str:
     """Load a deny-list seccomp filter (EPERM) via libseccomp; return a one-line summary.
 
     Besides the listed syscalls it refuses: ``clone`` with any namespace flag (``clone3``
-    answers ENOSYS so libc falls back to ``clone``), sockets other than AF_UNIX, and any
+    answers ENOSYS so libc falls back to ``clone``), sockets other than AF_UNIX, setting a
+    descriptor's signal owner (``SIGNAL_OWNER_FCNTL``, ``SIGNAL_OWNER_IOCTL``), and any
     signal aimed at every process (``kill(-1)``) or at the zygote ``protected_pid``.
     libseccomp sets no-new-privileges before loading the filter.
     """
@@ -160,6 +178,16 @@ def install_seccomp(protected_pid: int) -> str:
             raise OSError(-rc, f"seccomp_rule_add({name}) failed")
         rules += 1
 
+    _deny_rules(rule, protected_pid, eperm, enosys)
+    rc = lib.seccomp_load(ctx)
+    lib.seccomp_release(ctx)
+    if rc != 0:
+        raise OSError(-rc, "seccomp_load failed")
+    return f"{rules} deny rules"
+
+
+def _deny_rules(rule, protected_pid: int, eperm: int, enosys: int) -> None:
+    """Add every rule of ``install_seccomp``'s filter through ``rule(action, name, *conditions)``."""
     for name in DENIED_SYSCALLS:
         rule(eperm, name)
     rule(enosys, "clone3")
@@ -167,16 +195,15 @@ def install_seccomp(protected_pid: int) -> str:
         rule(eperm, "clone", (0, SCMP_CMP_MASKED_EQ, flag, flag))
     rule(eperm, "socket", (0, SCMP_CMP_NE, 1, 0))  # only AF_UNIX
     mask = 0xFFFFFFFF
+    for command in SIGNAL_OWNER_FCNTL:  # a descriptor's owner gets SIGIO/F_SETSIG signals
+        rule(eperm, "fcntl", (1, SCMP_CMP_MASKED_EQ, mask, command))
+    for request in SIGNAL_OWNER_IOCTL:
+        rule(eperm, "ioctl", (1, SCMP_CMP_MASKED_EQ, mask, request))
     for target in sorted({-1, protected_pid, -protected_pid}):
         rule(eperm, "kill", (0, SCMP_CMP_MASKED_EQ, mask, target & mask))
     for name in ("tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo"):
         for target in sorted({-1, protected_pid}):
             rule(eperm, name, (0, SCMP_CMP_MASKED_EQ, mask, target & mask))
-    rc = lib.seccomp_load(ctx)
-    lib.seccomp_release(ctx)
-    if rc != 0:
-        raise OSError(-rc, "seccomp_load failed")
-    return f"{rules} deny rules"
 
 
 # --------------------------------------------------------------------------- limits
@@ -394,11 +421,14 @@ class Zygote:
         self.ctl, self.settings, self.prelude = ctl, settings, prelude
         self.ctl_socket = socket.socket(fileno=os.dup(ctl))
         self.child_pid: int | None = None
+        self.over_limit: str | None = None
+        """Why the current instance was killed before the host closed it (the scratch limit)."""
 
     def serve(self) -> None:
         """Answer requests from the host until it closes the control socket."""
         self.offer_instance()
         while True:
+            self.wait_for_host()
             try:
                 message = json.loads(read_frame(self.ctl, self.settings["max_request_bytes"]))
             except FrameError:
@@ -411,6 +441,28 @@ class Zygote:
                 send(self.ctl, {"ok": True, "value": "pong"})
             else:
                 send(self.ctl, error("bad_call", f"unknown op {op!r}"))
+
+    def wait_for_host(self) -> None:
+        """Block until the host sends a control request. Under bubblewrap the scratch /tmp is
+        this worker's alone: meanwhile its file count is checked every ``SCRATCH_CHECK_S`` and
+        an instance past ``max_scratch_files`` is killed with everything it started (a tmpfs
+        bounds bytes, not inodes, and every empty file pins kernel memory)."""
+        police = self.settings["own_pid_namespace"]
+        while not wait_ready(self.ctl, SCRATCH_CHECK_S if police else 3600.0):
+            if police:
+                self.check_scratch()
+
+    def check_scratch(self) -> None:
+        """Kill the instance (and every other process) when /tmp holds too many entries."""
+        if self.child_pid is None or self.over_limit is not None:
+            return
+        used, limit = scratch_entries("/tmp"), self.settings["max_scratch_files"]
+        if used <= limit:
+            return
+        self.over_limit = (f"the scratch /tmp held {used:,} files and directories, more than "
+                           f"max_scratch_files ({limit:,}); instance killed")
+        kill_strays(True, self.child_pid)
+        clear_scratch("/tmp")
 
     def offer_instance(self) -> None:
         """Fork the next instance and send the host its end of the instance's socket pair."""
@@ -441,8 +493,11 @@ class Zygote:
         """
         outcome: dict = {"died": False, "killed": 0}
         pid, self.child_pid = self.child_pid, None
-        status = _wait_briefly(pid, 0.5 if expect_dead else 0.0)
-        if status is None:
+        status = None if self.over_limit else _wait_briefly(pid, 0.5 if expect_dead else 0.0)
+        if self.over_limit:  # killed and reaped already
+            outcome.update(died=True, limit=self.over_limit)
+            self.over_limit = None
+        elif status is None:
             os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
             outcome["killed"] += 1
@@ -511,23 +566,52 @@ def clear_sysv_ipc(root: str = "/proc/sysvipc") -> int:
 
 def clear_scratch(root: str) -> None:
     """Empty the scratch directory so nothing passes from one instance to the next, even
-    entries the instance made unreadable or unwritable (same uid: we can chmod them back)."""
-    import shutil
+    entries the instance made unreadable or unwritable (same uid: we can chmod them back).
 
-    def force(function, path, _exc_info):
-        os.chmod(os.path.dirname(path), 0o700)
-        if os.path.isdir(path) and not os.path.islink(path):
-            os.chmod(path, 0o700)
-            shutil.rmtree(path, onerror=force)
-        else:
-            function(path)
+    Iterative, and by relative names from the directory being emptied (the process walks down
+    with ``chdir``), so neither nesting deeper than the interpreter's recursion limit nor paths
+    longer than ``PATH_MAX`` stop it. Links are removed, never followed. Ends back in ``root``.
+    """
+    os.chdir(root)
+    depth, emptied = 0, set()
+    while True:
+        os.chmod(".", 0o700)
+        child = _empty_level(emptied)
+        if child is not None:
+            os.chdir(child)
+            depth += 1
+            continue
+        if depth == 0:
+            return
+        here = os.stat(".")
+        emptied.add((here.st_dev, here.st_ino))
+        os.chdir("..")
+        depth -= 1
 
-    for entry in os.listdir(root):
-        path = os.path.join(root, entry)
-        if os.path.isdir(path) and not os.path.islink(path):
-            shutil.rmtree(path, onerror=force)
-        else:
-            os.unlink(path)
+
+def _empty_level(emptied: set) -> str | None:
+    """Remove what the current directory holds; return a subdirectory still to be emptied."""
+    import stat
+
+    for name in os.listdir("."):
+        info = os.lstat(name)
+        if not stat.S_ISDIR(info.st_mode):
+            os.unlink(name)
+            continue
+        try:
+            os.rmdir(name)
+        except OSError:
+            if (info.st_dev, info.st_ino) in emptied:
+                continue  # emptied already and still not removable: leave it
+            os.chmod(name, 0o700)
+            return name
+    return None
+
+
+def scratch_entries(root: str) -> int:
+    """Files, directories and links the file system at ``root`` holds (its used inodes)."""
+    info = os.statvfs(root)
+    return info.f_files - info.f_ffree
 
 
 def _wait_briefly(pid: int, seconds: float) -> int | None:
@@ -641,9 +725,24 @@ def preload(settings: dict) -> tuple[list[str], dict]:
     return loaded, prelude
 
 
+def close_inherited(keep: set[int]) -> None:
+    """Close every descriptor but 0, 1, 2 and ``keep`` (the host's runtime directories came in
+    open for the launcher: kept under bubblewrap, an instance could walk from them out of the
+    sandbox; without it, in degraded mode, the interpreter still reads its library through them)."""
+    import resource
+
+    limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    limit = 1 << 16 if limit == resource.RLIM_INFINITY or limit > 1 << 16 else limit
+    start = 3
+    for fd in sorted(keep | {limit}):
+        os.closerange(start, fd)
+        start = fd + 1
+
+
 def main() -> None:
     ctl = int(sys.argv[1])
     settings = json.loads(read_frame(ctl, 1 << 24))["settings"]
+    close_inherited({ctl, *settings["keep_fds"]})
     try:
         loaded, prelude = preload(settings)
         report = harden(settings)

@@ -61,6 +61,11 @@ class SandboxConfig(BaseModel):
     """Largest file a sandboxed process may write (RLIMIT_FSIZE), in MiB."""
     scratch_mb: int = Field(default=16, ge=1)
     """Size of the writable scratch tmpfs mounted at /tmp inside the sandbox, in MiB."""
+    max_scratch_files: int = Field(default=4_096, ge=16)
+    """Files, directories and links the scratch /tmp may hold at once. A tmpfs bounds bytes,
+    not entries, and each empty file pins kernel memory, so the zygote counts them every 10 ms
+    while an instance lives and kills an instance past the limit with everything it started
+    (a ``memory_limit`` failure). Enforced under bubblewrap, where /tmp is the worker's own."""
     max_obs_chars: int = Field(default=65_536, ge=1)
     """Longest observation string accepted from reset or step."""
     max_output_chars: int = Field(default=4_096, ge=0)

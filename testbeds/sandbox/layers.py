@@ -91,14 +91,45 @@ class DoctorReport(BaseModel):
 
 @dataclass(frozen=True)
 class Runtime:
-    """Host paths of the mirrored interpreter and worker script."""
+    """The mirrored interpreter and worker script, held open by descriptor.
+
+    Their ownership is checked once, on the descriptors (``fstat``), and every worker start
+    reaches them through ``/proc/self/fd/N`` (``python_src``, ``worker_src``), never by path
+    again: a directory swapped for a link after the check cannot put another ``_worker.py`` in
+    a restarted worker. The worker closes the inherited descriptors before it runs anything
+    else, so no instance can walk from them out of the sandbox."""
 
     python_dir: Path
-    """Mirror of the interpreter prefix (bin/, lib/), readable by the sandbox user."""
+    """Mirror of the interpreter prefix (bin/, lib/), readable by the sandbox user (for messages)."""
     worker_dir: Path
-    """Directory holding a copy of ``_worker.py``."""
+    """Directory holding a copy of ``_worker.py`` (for messages)."""
     python_name: str
     """File name of the interpreter inside ``bin/``, e.g. ``python3.11``."""
+    python_fd: int = -1
+    """Open descriptor of ``python_dir``."""
+    worker_fd: int = -1
+    """Open descriptor of ``worker_dir``."""
+
+    @property
+    def python_src(self) -> str:
+        return f"/proc/self/fd/{self.python_fd}"
+
+    @property
+    def worker_src(self) -> str:
+        return f"/proc/self/fd/{self.worker_fd}"
+
+    @property
+    def fds(self) -> tuple[int, int]:
+        """The descriptors a worker's launcher must inherit."""
+        return self.python_fd, self.worker_fd
+
+    def close(self) -> None:
+        """Close the held descriptors (the pool is done with this runtime)."""
+        for fd in self.fds:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
 
 
 # --------------------------------------------------------------------------- runtime mirror
@@ -119,25 +150,51 @@ def prepare_runtime(config: SandboxConfig) -> Runtime:
     python_dir = root / f"python-{key}"
     if not python_dir.exists():
         _publish(python_dir, lambda tmp: _mirror_prefix(prefix, executable, python_name, tmp))
-    _require_trusted(python_dir)
+    python_fd = _open_trusted(python_dir)
     source = WORKER_SOURCE.read_bytes()
     worker_dir = root / f"worker-{hashlib.sha256(source).hexdigest()[:16]}"
     if not worker_dir.exists():
         _publish(worker_dir, lambda tmp: _write_readable(tmp / "_worker.py", source))
-    _require_trusted(worker_dir)
-    if (worker_dir / "_worker.py").read_bytes() != source:
+    worker_fd = _open_trusted(worker_dir)
+    if _read_at(worker_fd, "_worker.py") != source:
+        os.close(python_fd)
+        os.close(worker_fd)
         raise SandboxFailure(Failure(kind="sandbox_unavailable",
                                      detail=f"{worker_dir}/_worker.py differs from this package's"))
-    return Runtime(python_dir, worker_dir, python_name)
+    return Runtime(python_dir, worker_dir, python_name, python_fd, worker_fd)
 
 
 def _require_trusted(path: Path) -> None:
     """Refuse a runtime directory someone else owns or can write (e.g. planted in /var/tmp)."""
-    info = path.stat()
+    _check_owner(path, os.stat(path, follow_symlinks=False))
+
+
+def _check_owner(path: Path, info: os.stat_result) -> None:
     if info.st_uid not in (0, os.geteuid()) or info.st_mode & 0o022:
         raise SandboxFailure(Failure(
             kind="sandbox_unavailable",
             detail=f"{path} is owned by uid {info.st_uid} or writable by others; remove it"))
+
+
+def _open_trusted(path: Path) -> int:
+    """A descriptor of directory ``path`` (not a link), checked on the descriptor itself."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as exc:
+        raise SandboxFailure(Failure(kind="sandbox_unavailable",
+                                     detail=f"{path} cannot be opened as a directory ({exc.strerror})"))
+    try:
+        _check_owner(path, os.fstat(fd))
+    except SandboxFailure:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _read_at(directory: int, name: str) -> bytes:
+    fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=directory)
+    with os.fdopen(fd, "rb") as handle:
+        return handle.read()
 
 
 def _publish(target: Path, build) -> None:
@@ -219,8 +276,8 @@ def bwrap_args(bwrap: str, config: SandboxConfig, runtime: Runtime) -> list[str]
     """The bubblewrap prefix of the worker command line."""
     args = [bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent",
             "--new-session", "--as-pid-1", "--hostname", "sandbox", *_system_mounts(),
-            "--ro-bind", str(runtime.python_dir), SANDBOX_PYTHON,
-            "--ro-bind", str(runtime.worker_dir), SANDBOX_WORKER_DIR,
+            "--ro-bind", runtime.python_src, SANDBOX_PYTHON,  # the held directories, not paths
+            "--ro-bind", runtime.worker_src, SANDBOX_WORKER_DIR,
             "--proc", "/proc", "--dev", "/dev", "--mqueue", MQUEUE_DIR,
             "--size", str(config.scratch_mb << 20), "--tmpfs", "/tmp",
             "--remount-ro", "/", "--remount-ro", "/dev",  # /dev is an unbounded tmpfs otherwise
@@ -237,14 +294,14 @@ def worker_command(config: SandboxConfig, runtime: Runtime, use_bwrap: str | Non
         python, worker = f"{SANDBOX_PYTHON}/bin/{runtime.python_name}", SANDBOX_WORKER_DIR
         prefix = bwrap_args(use_bwrap, config, runtime)
     else:
-        python, worker = str(runtime.python_dir / "bin" / runtime.python_name), str(runtime.worker_dir)
+        python, worker = f"{runtime.python_src}/bin/{runtime.python_name}", runtime.worker_src
         prefix = []
     return prefix + [python, "-I", "-S", "-B", f"{worker}/_worker.py", str(ctl_fd)]
 
 
 def degraded_env(runtime: Runtime) -> dict[str, str]:
     """Environment for a worker started without bubblewrap (mirror paths are host paths)."""
-    return minimal_env() | {"LD_LIBRARY_PATH": str(runtime.python_dir / "lib"), "HOME": "/nonexistent"}
+    return minimal_env() | {"LD_LIBRARY_PATH": f"{runtime.python_src}/lib", "HOME": "/nonexistent"}
 
 
 def drop_privileges(config: SandboxConfig) -> dict:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import os
-import select
 import signal
 import socket
 import subprocess
@@ -69,7 +68,7 @@ class Worker:
         self.stderr = bytearray()
         try:
             self.proc = self.launcher.submit(
-                subprocess.Popen, command, env=env, pass_fds=(theirs.fileno(),),
+                subprocess.Popen, command, env=env, pass_fds=(theirs.fileno(), *self.runtime.fds),
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                 start_new_session=True, **drop_privileges(self.config)).result()
         finally:
@@ -91,13 +90,16 @@ class Worker:
         return {
             "memory_mb": config.memory_mb, "instance_cpu_s": config.instance_cpu_s,
             "max_processes": config.max_processes, "max_open_files": config.max_open_files,
-            "max_file_mb": config.max_file_mb, "max_output_chars": config.max_output_chars,
+            "max_file_mb": config.max_file_mb, "max_scratch_files": config.max_scratch_files,
+            "max_output_chars": config.max_output_chars,
             "max_traceback_chars": config.max_traceback_chars,
             "max_reply_bytes": config.max_reply_bytes, "max_request_bytes": config.max_request_bytes,
             "allowed_modules": list(config.allowed_modules),
             "enforce_import_allowlist": config.enforce_import_allowlist,
             "prelude_source": config.prelude_source, "seccomp": self.seccomp,
             "own_pid_namespace": self.bwrap is not None,
+            # degraded mode (no mount namespace) runs the interpreter through the held runtime
+            "keep_fds": [] if self.bwrap is not None else list(self.runtime.fds),
         }
 
     def _drain_stderr(self, proc: subprocess.Popen) -> None:
@@ -205,8 +207,7 @@ def _write_frame(fd: int, payload: bytes, deadline: float) -> None:
     """Write one frame to a non-blocking fd, giving up at ``deadline``."""
     view = memoryview(_worker.HEADER.pack(len(payload)) + payload)
     while view:
-        left = deadline - time.monotonic()
-        if left <= 0 or not select.select([], [fd], [], left)[1]:
+        if not _worker.wait_ready(fd, deadline - time.monotonic(), write=True):
             raise _worker.FrameError("timeout")
         try:
             view = view[os.write(fd, view):]
@@ -219,8 +220,7 @@ def _read_control_frame(sock: socket.socket, deadline: float) -> tuple[bytes, li
     buffer, fds, need, size = bytearray(), [], _worker.HEADER.size, None
     while True:
         while len(buffer) < need:
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([sock], [], [], left)[0]:
+            if not _worker.wait_ready(sock.fileno(), deadline - time.monotonic()):
                 for fd in fds:
                     os.close(fd)
                 raise _worker.FrameError("timeout")
@@ -357,6 +357,8 @@ class EnvHandle:
             self._end(expect_dead=False)
             return fail("bad_return", getattr(exc, "detail", str(exc)))
         outcome = self._end(expect_dead=True)
+        if isinstance(outcome.get("limit"), str):  # the zygote killed it at a scratch limit
+            return fail("memory_limit", outcome["limit"][:500])
         number = outcome.get("signal")
         if isinstance(number, bool) or not isinstance(number, int) or not 0 < number < 128:
             number = None  # the zygote's account is checked like any reply
@@ -429,7 +431,7 @@ class SandboxPool:
                        + "; ".join(f"{l.name}: {l.detail}" for l in layers if not l.active)
                        + " (set allow_degraded=True to run anyway)")
         seccomp = any(layer.name == "seccomp" and layer.active for layer in layers)
-        runtime = prepare_runtime(self.config)
+        runtime = prepare_runtime(self.config)  # held open by descriptor until close
         self.workers = [Worker(i, self.config, runtime, bwrap, self._launcher, seccomp)
                         for i in range(self.config.workers)]
         try:
@@ -469,6 +471,8 @@ class SandboxPool:
         """Kill every worker."""
         for worker in self.workers:
             worker.kill()
+        if self.workers:
+            self.workers[0].runtime.close()
         self.workers, self._idle = [], []
         self._launcher.shutdown(wait=False)
 
