@@ -50,6 +50,12 @@ class Testbed(ABC):
     proposal_space: ClassVar[ProposalSpace]
     """How engineers read and write that model (``curriculum.core.spaces``); its kind must be the
     one the registry entry declares (``offers``)."""
+    def allowed_space(self) -> ProposalSpace:
+        """The part of ``proposal_space`` this run may use (a testbed whose config narrows the
+        space, e.g. to some buckets or knob ranges, returns the narrowed space; ``project`` moves
+        every proposal into it). Engineers that tell a model what to write show it this space."""
+        return self.proposal_space
+
     eval_suites: ClassVar[tuple[str, ...]] = ("validation", "test")
     """The held-out suites ``evaluate`` accepts (module docstring): both, or ``("validation",)``
     for a testbed with one held-out suite."""

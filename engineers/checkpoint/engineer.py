@@ -152,7 +152,7 @@ class CheckpointEngineer(Engineer):
 
     def messages(self, ctx: DesignContext, spec: ContextSpec) -> list[dict[str, str]]:
         """The full chat prompt for this round."""
-        return build_messages(self.render_context(ctx, spec), ctx.testbed.proposal_space, self.example(ctx))
+        return build_messages(self.render_context(ctx, spec), ctx.testbed.allowed_space(), self.example(ctx))
 
     # -- design -------------------------------------------------------------------------------------
     @classmethod
@@ -253,8 +253,10 @@ class CheckpointEngineer(Engineer):
         }
 
     def answer_schema(self, ctx: DesignContext) -> dict[str, Any]:
-        """The finite answer schema of this testbed's proposal space (``constrained.answer_schema``)."""
-        return answer_schema(ctx.testbed.proposal_space, ctx.testbed.proposal_model,
+        """The finite answer schema of the part of the proposal space this run may use
+        (``Testbed.allowed_space``, ``constrained.answer_schema``): a size outside the run's limits
+        cannot be written."""
+        return answer_schema(ctx.testbed.allowed_space(), ctx.testbed.proposal_model,
                              reasoning_chars=self.config.answer_reasoning_chars,
                              summary_chars=self.config.answer_summary_chars,
                              decimals=self.config.answer_decimals)

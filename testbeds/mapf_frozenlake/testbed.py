@@ -153,6 +153,14 @@ class MAPFTestbed(Testbed):
     proposal_model: ClassVar[type[BaseModel]] = GeneratorConfig
     proposal_space: ClassVar[BucketSpace] = SPACE
 
+    def allowed_space(self) -> BucketSpace:
+        """``SPACE`` narrowed to ``proposal_limits``: its sizes and its hole and wait ranges."""
+        limits = self.config.proposal_limits
+        ranges = {"hole_ratio": limits.hole_ratio, "wait_ratio": limits.wait_ratio}
+        knobs = tuple(k.model_copy(update={"low": ranges[k.name][0], "high": ranges[k.name][1]})
+                      if k.name in ranges else k for k in SPACE.knobs)
+        return SPACE.model_copy(update={"buckets": tuple(limits.sizes), "knobs": knobs})
+
     def __init__(self, config: MAPFTestbedConfig | None = None, *, seed: int = 0) -> None:
         self.config = config or MAPFTestbedConfig()
         self.seed = seed

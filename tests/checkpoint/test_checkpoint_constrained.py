@@ -114,3 +114,19 @@ def test_run_dir_records_parse_and_project_changes_and_show_prints_them(tiny_mod
     show_run(result.run_dir, round_index=0, console=console)
     shown = console.file.getvalue()
     assert "parsed proposal: engineer proposed (parsed: yes, llguidance JSON schema" in shown
+
+
+def test_the_answer_schema_offers_only_the_sizes_and_ranges_the_run_may_use():
+    """A run narrowed to 3x3-6x6 and holes in [0, 0.4]: the schema (and so constrained decoding)
+    cannot write 10x10, nor a hole ratio project would clip; unnarrowed runs keep the whole space."""
+    from testbeds.mapf_frozenlake.testbed import MAPFTestbed, MAPFTestbedConfig
+
+    narrowed = MAPFTestbed(MAPFTestbedConfig(proposal_limits={"sizes": ["3x3", "4x4", "5x5", "6x6"],
+                                                              "hole_ratio": (0.0, 0.4)}))
+    ctx = dataclasses.replace(make_ctx(), testbed=narrowed)
+    schema = CheckpointEngineer(CheckpointEngineerConfig(structured_output=True)).answer_schema(ctx)
+    sizes = schema["properties"]["sizes"]["properties"]
+    assert list(sizes) == ["3x3", "4x4", "5x5", "6x6"]
+    assert sizes["3x3"]["properties"]["hole_ratio"]["maximum"] == 0.4
+    assert list(answer_schema(MAPFTestbed().allowed_space(), GeneratorConfig)["properties"]["sizes"]["properties"]) \
+        == list(SIZES)
