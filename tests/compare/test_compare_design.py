@@ -202,7 +202,8 @@ def test_cli_runs_a_design_and_warns_when_underpowered(tmp_path):
 TRAINER_OF = {"mapf_cpu_powered.yaml": "grpo", "mapf_cpu_demo_control.yaml": "grpo",
               "mapf_cpu_demo_powered.yaml": "grpo",
               "mapf_small_powered.yaml": "small", "mapf_small_checkpoint.yaml": "small",
-              "mapf_small_ranking.yaml": "small"}
+              "mapf_small_ranking.yaml": "small", "mapf_small_hard_target.yaml": "small",
+              "mapf_small_hard_target_dynamic.yaml": "small"}
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in (REPO / "configs/compare").glob("*.yaml")))

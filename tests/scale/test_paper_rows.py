@@ -80,7 +80,6 @@ def _fake_endpoint(monkeypatch, content: str, completion_tokens: int | None = No
     bodies are appended to."""
     import io
     import json
-    import urllib.request
 
     monkeypatch.setenv("CURRICULUM_ENDPOINT_URL", "http://localhost:9/v1")
     sent: list[dict] = []
@@ -99,7 +98,13 @@ def _fake_endpoint(monkeypatch, content: str, completion_tokens: int | None = No
             body["usage"] = {"completion_tokens": completion_tokens}
         return Reply(json.dumps(body).encode())
 
-    monkeypatch.setattr(urllib.request, "urlopen", urlopen)
+    class Opener:  # what the endpoint client opens its requests with (one per request, with its deadline)
+        def open(self, request, timeout):
+            return urlopen(request, timeout)
+
+    from curriculum.core import endpoint
+
+    monkeypatch.setattr(endpoint, "_opener", lambda deadline: Opener())
     return sent
 
 

@@ -424,31 +424,8 @@ class SmallTrainer(Trainer):
 
         cfg = self.config
         G = cfg.num_generations
-        batch_size = len(tasks) if keep_groups is None else cfg.prompts_per_step
-        rows: list[Task] = []
-        decoded: list[Any] = []
-        rewards: list[float] = []
-        scored: list[dict[str, Any]] = []
-        spread: list[int] = []  # groups whose G rewards differ, in sampling order
-        for first in range(0, len(tasks), batch_size):
-            sampled = self._sample_groups(tasks[first:first + batch_size], generator, group_offset=first)
-            rows += sampled[0]
-            decoded += sampled[1]
-            rewards += sampled[2]
-            scored += sampled[3]
-            if keep_groups is None:
-                break
-            spread += [first + g for g in range(len(sampled[0]) // G)
-                       if len(set(sampled[2][g * G:(g + 1) * G])) > 1]
-            if len(spread) >= keep_groups:
-                break
-        sampled_groups = len(rows) // G
-        if keep_groups is not None:  # train on the first keep_groups groups with spread
-            chosen = [g * G + j for g in spread[:keep_groups] for j in range(G)] or list(range(G))
-            rows, decoded = [rows[i] for i in chosen], [decoded[i] for i in chosen]
-            train_rewards = [rewards[i] for i in chosen]
-        else:
-            train_rewards = rewards
+        rows, decoded, train_rewards, rewards, scored = self._sample_step(tasks, generator, keep_groups)
+        sampled_groups = len(scored) // G
         seqs, written = [], []
         for task, d in zip(rows, decoded):
             prompt = codec.encode_prompt(instance_of(task))
@@ -482,6 +459,34 @@ class SmallTrainer(Trainer):
                 "grad_norm": float(np.mean(norms)),
                 "reward": float(np.mean(rewards)), "valid": float(np.mean([s["valid"] for s in scored])),
                 "kept_rows": float(batch.tok.shape[0]), "sampled_groups": float(sampled_groups), "scored": scored}
+
+    def _sample_step(self, tasks: Sequence[Task], generator: Any, keep_groups: int | None
+                     ) -> tuple[list[Task], list[Any], list[float], list[float], list[dict[str, Any]]]:
+        """One step's plans: (rows and decoded plans the update trains on, their rewards, every
+        sampled plan's reward and record). Without ``keep_groups`` every task is sampled once and
+        trained on; with it, batches of ``prompts_per_step`` tasks are sampled until ``keep_groups``
+        groups with reward spread are found, and only those (the first found) are trained on."""
+        G = self.config.num_generations
+        batch_size = len(tasks) if keep_groups is None else self.config.prompts_per_step
+        rows: list[Task] = []
+        decoded: list[Any] = []
+        rewards: list[float] = []
+        scored: list[dict[str, Any]] = []
+        spread: list[int] = []  # groups whose G rewards differ, in sampling order
+        for first in range(0, len(tasks), batch_size):
+            batch_rows, batch_decoded, batch_rewards, batch_scored = self._sample_groups(
+                tasks[first:first + batch_size], generator, group_offset=first)
+            rows, decoded = rows + batch_rows, decoded + batch_decoded
+            rewards, scored = rewards + batch_rewards, scored + batch_scored
+            if keep_groups is None:
+                return rows, decoded, rewards, rewards, scored
+            spread += [first + g for g in range(len(batch_rows) // G)
+                       if len(set(batch_rewards[g * G:(g + 1) * G])) > 1]
+            if len(spread) >= keep_groups:
+                break
+        chosen = [g * G + j for g in spread[:keep_groups] for j in range(G)] or list(range(G))
+        return ([rows[i] for i in chosen], [decoded[i] for i in chosen], [rewards[i] for i in chosen],
+                rewards, scored)
 
     def _sample_groups(self, tasks: Sequence[Task], generator: Any, *,
                        group_offset: int) -> tuple[list[Task], list[Any], list[float], list[dict[str, Any]]]:
