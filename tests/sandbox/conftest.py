@@ -27,6 +27,18 @@ from sandbox_helpers import settled_pids  # noqa: E402
 
 from testbeds.sandbox import SandboxConfig, SandboxPool  # noqa: E402
 
+PROBE_WRAPPER = '''
+{body}
+
+class ProbeEnv:
+    def reset(self, seed=None):
+        return str(run()), {{}}
+
+    def step(self, action):
+        return "", 0.0, True, False, {{}}
+'''
+"""An environment whose ``reset`` returns ``str(run())``: ``body`` defines ``run``, the probe."""
+
 BENIGN = '''
 class EchoEnv:
     def reset(self, seed=None):

@@ -18,19 +18,9 @@ import pytest
 
 from testbeds.sandbox import SandboxConfig, SandboxFailure, SandboxPool, _worker
 
-from conftest import BENIGN, FAST
+from conftest import BENIGN, FAST, PROBE_WRAPPER
 
-WRAPPER = '''
-import os
-{body}
-
-class ProbeEnv:
-    def reset(self, seed=None):
-        return str(run()), {{}}
-
-    def step(self, action):
-        return "", 0.0, True, False, {{}}
-'''
+WRAPPER = PROBE_WRAPPER.replace("{body}", "import os\n{body}", 1)  # the probes list and count files
 
 LIST_TMP = "def run():\n    return sorted(os.listdir('/tmp'))"
 

@@ -11,18 +11,11 @@ from __future__ import annotations
 
 import pytest
 
+from conftest import PROBE_WRAPPER
+
 from testbeds.sandbox import SandboxConfig, SandboxPool
 
-WRAPPER = '''
-{body}
-
-class ProbeEnv:
-    def reset(self, seed=None):
-        return str(run()), {{}}
-
-    def step(self, action):
-        return "", 0.0, True, False, {{}}
-'''
+WRAPPER = PROBE_WRAPPER
 
 WRITER = '''
 import ctypes, os
