@@ -16,7 +16,10 @@ A real neural policy (``trainers/small/model.py``) over a compact tokenisation o
    (the formulas TRL's ``GRPOTrainer`` optimises for the 135M model; beta = 0, no KL term),
    ``num_iterations`` AdamW updates per sampled batch (the ratio differs from 1, and the clip
    acts, from the second on). Zero-advantage rows are left out of the forward and backward
-   through ``trainers.grpo.drop_zero_advantage_rows`` (exact at beta = 0).
+   through ``trainers.grpo.drop_zero_advantage_rows`` (exact at beta = 0). With
+   ``dynamic_sampling`` (DAPO) a step samples batches of ``prompts_per_step`` tasks until it holds
+   ``prompts_per_step`` groups with reward spread (at most ``max_sampling_batches`` batches) and
+   the update sees those groups only; every sampled group is still scored and recorded.
 
 Eval answers greedily (``eval_temperature`` 0) unless the caller passes a temperature. The
 model writes plans only (the decoder writes each agent's label and start), so unlike a language
