@@ -83,3 +83,15 @@ def test_a_dynamic_round_numbers_every_sampled_group_apart(tmp_path):
 def test_the_sampling_cap_is_validated(tmp_path, bad):
     with pytest.raises(Exception, match="max_sampling_batches"):
         load_config(None, ["trainer.name=small", "testbed.name=mapf_frozenlake", f"output_dir={tmp_path}", bad])
+
+
+def test_the_dry_run_plan_states_the_sampling_bound():
+    """``--dry-run``'s lines for the small learner: plans per round, and with dynamic sampling the
+    most a round may sample."""
+    config = load_config(None, ["trainer.name=small", "testbed.name=mapf_frozenlake", "trainer.max_steps_per_round=5",
+                                "trainer.prompts_per_step=4", "trainer.num_generations=4"])
+    assert "plans per round: 80" in SmallTrainer.plan_lines(config, None)[0]
+    dynamic = load_config(None, ["trainer.name=small", "testbed.name=mapf_frozenlake", "trainer.max_steps_per_round=5",
+                                 "trainer.prompts_per_step=4", "trainer.num_generations=4",
+                                 "trainer.dynamic_sampling=true", "trainer.max_sampling_batches=3"])
+    assert "plans per round: 80 to 240" in SmallTrainer.plan_lines(dynamic, None)[0]

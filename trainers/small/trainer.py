@@ -345,6 +345,20 @@ class SmallTrainer(Trainer):
             self.optimizer.load_state_dict(state["optimizer"])
         self.rounds_trained = int(state["rounds_trained"])
 
+    @classmethod
+    def plan_lines(cls, run_config: Any, target: Any) -> list[str]:
+        """``--dry-run``: GRPO steps, tasks and plans per round (a few hundred thousand parameters on
+        one CPU thread: no GPU memory plan)."""
+        cfg: SmallConfig = run_config.trainer
+        steps = cfg.max_steps_per_round or max(
+            1, math.ceil(run_config.tasks_per_round * cfg.epochs_per_round / cfg.prompts_per_step))
+        plans = steps * cfg.prompts_per_step * cfg.num_generations
+        line = f"  GRPO steps per round: {steps}   tasks per update: {cfg.prompts_per_step}   plans per round: {plans}"
+        if cfg.dynamic_sampling:
+            line += (f" to {plans * cfg.max_sampling_batches} (dynamic sampling: up to "
+                     f"{cfg.max_sampling_batches} batches a step until {cfg.prompts_per_step} groups have reward spread)")
+        return [line, f"  warm start: {cfg.warmstart.steps} supervised steps (cached)"]
+
     def prepare_steps(self) -> int:
         return self.config.warmstart.steps
 
