@@ -32,24 +32,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def bucket_proposal(size: str, hole: float, wait: float) -> Any:
-    """All of the budget on one map size at one hole and wait ratio."""
-    from testbeds.mapf_frozenlake.config import SIZES, GeneratorConfig, SizeParams
-
-    return GeneratorConfig(sizes={s: SizeParams(data_ratio=1.0 if s == size else 0.0,
-                                                hole_ratio=hole if s == size else 0.2,
-                                                wait_ratio=wait if s == size else 0.0)
-                                  for s in SIZES})
-
-
 def probe_bucket(trainer: Any, size: str, hole: float, wait: float, n: int, seed: int) -> dict[str, Any]:
     """Greedy and sampled valid rate, pass@G and the no-spread share on ``n`` fresh tasks."""
     import numpy as np
 
+    from benchmarks.small_learning_curve import proposal
     from trainers.small.trainer import call_generator
 
     testbed, G = trainer.testbed, trainer.config.num_generations
-    tasks = testbed.sample(bucket_proposal(size, hole, wait), n, seed=seed)
+    tasks = testbed.sample(proposal([size], hole, wait), n, seed=seed)  # all of the budget on one bucket
     greedy = [testbed.score(t, c)[1]["valid"] for t, c in zip(tasks, trainer.policy().generate(tasks, seed=seed))]
     _, _, rewards, scored = trainer._sample_groups(tasks, call_generator(seed, 0x505242), group_offset=0)
     r = np.asarray(rewards).reshape(len(tasks), G)                   # (tasks, G)

@@ -75,7 +75,7 @@ from curriculum.registry import ENGINEERS, TESTBEDS
 from curriculum.report import (RunSummary, plot_distribution, plot_final_by_size, plot_score_curves,
                                bucket_order, rates_by_size)
 
-from curriculum.answers import answer_counts
+from curriculum.answers import answer_totals
 from curriculum.rundir import RunDir, read_json, run_path, write_json
 from curriculum.stem import Stem, fork_member, plan_stems, round0_key, shares_round0
 from curriculum.stats import (VarianceComponents, binomial_default_variance, bootstrap_mean_ci,
@@ -1073,8 +1073,8 @@ def _run_row(o: RunOutcome, s: RunSummary | None, sizes: list[str],
                                   if k.startswith(("valid_rate", "optimal_rate"))},
                    data_ratio=[[r.get(z, 0.0) for z in sizes] for r in s.data_ratio],
                    zero_spread_share=[None if math.isnan(x) else x for x in s.zero_spread_share])
-        answered = answer_counts(o.path) if (o.path / "rounds").is_dir() else None
-        if answered and answered["rounds"]:  # an engineer that asks a model: how often it copied the example
+        answered = answer_totals(s.answers)
+        if answered["rounds"]:  # an engineer that asks a model: how often it copied the example
             row["answers"], row["copied_example"] = answered["answers"], answered["copied_example"]
         if s.complete and s.scores and task_scores.get((o.engineer, o.seed)):
             row["task_scores"] = task_scores[(o.engineer, o.seed)]

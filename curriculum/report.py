@@ -137,6 +137,9 @@ class RunSummary:
     zero_spread_share: list[float] = field(default_factory=list)
     """Per completed round: the share of its GRPO groups without reward spread (train metric
     ``zero_spread_share``; NaN where the trainer did not report it)."""
+    answers: list[tuple[int, int]] = field(default_factory=list)
+    """Per completed round: the engineer model's answers and how many of them were the prompt's
+    example (``curriculum.answers.round_answers``; (0, 0) for an engineer that asks no model)."""
 
     @property
     def complete(self) -> bool:
@@ -144,6 +147,7 @@ class RunSummary:
 
     @classmethod
     def load(cls, path: str | Path) -> RunSummary:
+        from curriculum.answers import round_answers
         from curriculum.rundir import RunDir, read_json
 
         run = RunDir.open(path)
@@ -175,7 +179,8 @@ class RunSummary:
                    baseline_score=baseline, pre_evals=pre, pre_task_scores=pre_tasks, simulated=config.trainer.name == "simulated",
                    config=config.model_dump(mode="json"), suite=suite,
                    validation_scores=[r.eval.score for r in history],
-                   zero_spread_share=[float(r.train_metrics.get("zero_spread_share", float("nan"))) for r in history])
+                   zero_spread_share=[float(r.train_metrics.get("zero_spread_share", float("nan"))) for r in history],
+                   answers=[round_answers(r.design.diagnostics if r.design else {}) for r in history])
 
 
 # --------------------------------------------------------------------------------------------

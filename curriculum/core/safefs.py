@@ -1,6 +1,6 @@
 """Opening files that may not be what they claim: bounded reads and no links inside a directory.
 
-Two rules, one helper each, so every caller gets the same refusals:
+Two rules, one function each, so every caller gets the same refusals:
 
 * ``read_bounded(path, what, limit)`` — a file a user names (a config, a program, a JSONL
   input, a design file): it must be a regular file (not a device such as ``/dev/zero``, a
