@@ -227,10 +227,11 @@ class CompareDesign(BaseModel):
     """``--set``-style overrides for every run, applied before the arms' and the command line's."""
     arms: dict[str, Arm]
     """Arm name → arm. Run directories are ``<arm>-seed<s>``."""
-    primary: list[tuple[str, str]] = Field(min_length=1)
+    primary: list[tuple[str, str]]
     """Pairs (a, b) of arms whose difference a − b is the comparison's primary question: one family,
     each pair analysed at the level of seeds (``curriculum.stats.seed_paired``) and its p adjusted
-    by Holm over the family."""
+    by Holm over the family. Empty (``[]``, stated, not omitted): the design asks only what each
+    arm's training adds over its starting model (``gain``, Holm over the arms)."""
     round0: Literal["shared", "own"] = "shared"
     """``shared``: every arm of a seed starts from one round 0, computed once (``curriculum.stem``);
     a design whose arms' round 0 would differ (another round-0 proposal, an engineer that shapes
@@ -628,9 +629,13 @@ def design_text(summary: dict[str, Any]) -> str:
                      f"{a['scored_tasks'] or 'n/a'} scored tasks{extra}")
     kind = "primary comparison" if summary["primary"] else "no primary comparison declared; every pair"
     lines.append(f"round 0: {summary['round0']}")
-    lines.append(f"minimal detectable effect of the seed-level test ({kind}; {100 * summary['power']:.0f}% power, "
-                 f"two-sided family-wise alpha {summary['alpha']:g} over {summary['family']} comparison(s); "
-                 f"MDE = (t_(1-alpha/(2m), S-1) + t_(power, S-1)) * sqrt((s2_b + s2_w/n) / S)):")
+    if summary["primary"] and not summary["pairs"]:
+        lines.append("no primary pair: the design asks what each arm's training adds over its start "
+                     "(`gain`, final − start per seed, Holm over the arms)")
+    else:
+        lines.append(f"minimal detectable effect of the seed-level test ({kind}; {100 * summary['power']:.0f}% power, "
+                     f"two-sided family-wise alpha {summary['alpha']:g} over {summary['family']} comparison(s); "
+                     f"MDE = (t_(1-alpha/(2m), S-1) + t_(power, S-1)) * sqrt((s2_b + s2_w/n) / S)):")
     for p in summary["pairs"]:
         if "mde" in p and math.isinf(p["mde"]):
             lines.append(f"  {p['a']} - {p['b']}: no MDE: with {p['seeds']} seed the run-to-run variation is "

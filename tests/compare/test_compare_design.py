@@ -57,6 +57,20 @@ def test_bad_designs_are_refused(tmp_path):
         run_configs(_spec(tmp_path, _design(tmp_path), arms=["a", "zzz"]))
 
 
+def test_a_gain_only_design_states_its_empty_family(tmp_path):
+    """``primary: []`` asks only each arm's gain over its start; omitting ``primary`` is refused."""
+    design = _design(tmp_path, primary=[], arms={"a": {"engineer": "fixed", "seeds": 2}})
+    spec = _spec(tmp_path, design)
+    summary = design_summary(spec, run_configs(spec), pilot_variance([]))
+    text = design_text(summary)
+    assert "no primary pair: the design asks what each arm's training adds over its start" in text
+    assert "minimal detectable effect" not in text
+    path = tmp_path / "omitted.yaml"
+    path.write_text(yaml.safe_dump({"arms": {"a": {"engineer": "fixed"}}}))
+    with pytest.raises(ConfigError, match="primary"):
+        load_design(path)
+
+
 def test_underpowered_designs_warn_or_refuse(tmp_path):
     design = _design(tmp_path, thresholds={"min_primary_seeds": 6, "min_test_tasks": 144,
                                            "min_secondary_seeds": 3})
@@ -203,7 +217,7 @@ TRAINER_OF = {"mapf_cpu_powered.yaml": "grpo", "mapf_cpu_demo_control.yaml": "gr
               "mapf_cpu_demo_powered.yaml": "grpo",
               "mapf_small_powered.yaml": "small", "mapf_small_checkpoint.yaml": "small",
               "mapf_small_ranking.yaml": "small", "mapf_small_hard_target.yaml": "small",
-              "mapf_small_hard_target_dynamic.yaml": "small"}
+              "mapf_small_hard_target_dynamic.yaml": "small", "mapf_cpu_learns.yaml": "grpo"}
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in (REPO / "configs/compare").glob("*.yaml")))
