@@ -105,6 +105,10 @@ class RunConfig(StrictModel):
     """Evaluate the test suite (what reports and ``compare`` score on) after every round;
     ``False``: after the last round only (and before training with ``eval_before_training``),
     which saves one held-out eval per round."""
+    eval_cache: bool = True
+    """Reuse a held-out eval of identical weights, suite, generation settings and code from
+    ``$CURRICULUM_CACHE/evals`` (``curriculum.evalcache``): the seeds of a ``compare`` and its
+    reruns evaluate one starting model once. ``False`` evaluates every time."""
     keep_checkpoints: int | None = Field(None, ge=1)
     """Keep the full checkpoint (weights, optimizer state) of only the last N committed rounds;
     older rounds keep their records (eval, design, state) but not their weights. ``None`` keeps

@@ -23,7 +23,8 @@ it: ``DesignContext`` and ``on_round_end`` get ``RoundReport.engineer_view()``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,7 @@ from curriculum.console import QuietReporter
 from curriculum.core import distributed
 from curriculum.core.records import DesignRecord, RoundReport, suite_label
 from curriculum.core.types import EvalReport
+from curriculum.evalcache import cached_eval, eval_key
 from curriculum.registry import ENGINEERS, TESTBEDS, TRAINERS
 from curriculum.rundir import RunDir, RunDirError, capture_rng, read_json, restore_rng, write_json
 from engineers.base import DesignContext, Engineer
@@ -235,16 +237,24 @@ def _pre_eval(config: RunConfig, run_dir: RunDir, testbed: Testbed, trainer: Tra
     pre-evals). Returns the test eval when there is one (what the reporter shows), else the
     validation eval."""
     reporter.stage(f"eval {name}", None)
-    policy = _with_progress(trainer.policy(), reporter)
-    report = testbed.evaluate(policy, seed=derive_seed(config.seed, -1, "eval"), suite="validation")
-    write_json(run_dir.path / f"{name}_eval.json", report.model_dump(mode="json"))
-    run_dir.log({"round": -1, "event": f"{name}_eval", "score": report.score, **report.metrics})
-    if "test" in testbed.eval_suites:
-        report = testbed.evaluate(policy, seed=derive_seed(config.seed, -1, "test"), suite="test")
-        write_json(run_dir.path / f"{name}_test_eval.json", report.model_dump(mode="json"))
-        run_dir.log({"round": -1, "event": f"{name}_test_eval", "score": report.score, **report.metrics})
+    policy = functools.cache(lambda: _with_progress(trainer.policy(), reporter))
+    suites = [("validation", "eval", "")] + ([("test", "test", "_test")] if "test" in testbed.eval_suites else [])
+    for suite, purpose, part in suites:
+        report, reused = _held_out(config, testbed, trainer, policy, derive_seed(config.seed, -1, purpose), suite)
+        write_json(run_dir.path / f"{name}{part}_eval.json", report.model_dump(mode="json"))
+        run_dir.log({"round": -1, "event": f"{name}{part}_eval", "score": report.score, "cached": reused,
+                     **report.metrics})
     reporter.stage_end()
     return report
+
+
+def _held_out(config: RunConfig, testbed: Testbed, trainer: Trainer, policy: Callable[[], Any], seed: int,
+              suite: str) -> tuple[EvalReport, bool]:
+    """``testbed.evaluate`` of the trainer's policy on ``suite``, or the same eval from the eval
+    cache (``curriculum.evalcache``; ``eval_cache: false`` turns it off); ``policy`` is called
+    only when the eval runs. Returns ``(report, reused)``."""
+    key = eval_key(trainer.eval_identity(seed), testbed.eval_identity(suite)) if config.eval_cache else None
+    return cached_eval(key, lambda: testbed.evaluate(policy(), seed=seed, suite=suite))
 
 
 def _plot(run_dir: RunDir, reporter: QuietReporter) -> None:
@@ -354,13 +364,14 @@ def _evaluate(config: RunConfig, index: int, proposal: Any, train_metrics: dict[
     one and the round is due (``test_every_round``, or the last round unless ``final_test`` is
     off), the test suite."""
     reporter.stage("eval", None)
-    policy = _with_progress(policy, reporter)
-    evaluation = testbed.evaluate(policy, seed=derive_seed(config.seed, index, "eval"), suite="validation")
-    run_dir.log({"round": index, "event": "eval", "score": evaluation.score, **evaluation.metrics})
+    shown = functools.cache(lambda: _with_progress(policy, reporter))
+    evaluation, reused = _held_out(config, testbed, trainer, shown, derive_seed(config.seed, index, "eval"),
+                                   "validation")
+    run_dir.log({"round": index, "event": "eval", "score": evaluation.score, "cached": reused, **evaluation.metrics})
     test = None
     if "test" in testbed.eval_suites and (config.test_every_round or (final_test and index + 1 >= config.rounds)):
-        test = testbed.evaluate(policy, seed=derive_seed(config.seed, index, "test"), suite="test")
-        run_dir.log({"round": index, "event": "test_eval", "score": test.score, **test.metrics})
+        test, reused = _held_out(config, testbed, trainer, shown, derive_seed(config.seed, index, "test"), "test")
+        run_dir.log({"round": index, "event": "test_eval", "score": test.score, "cached": reused, **test.metrics})
     return RoundReport(round=index, proposal=proposal.model_dump(mode="json"), train_metrics=train_metrics,
                        eval=evaluation, test=test, env_outcomes=trainer.env_outcomes())
 

@@ -119,6 +119,12 @@ class Testbed(ABC):
                              f"there is no {suite!r} suite")
         return suite
 
+    def eval_identity(self, suite: str) -> str | None:
+        """Everything besides the policy and the seed that decides ``evaluate(policy, suite=suite)``
+        (the suite's tasks by content, the scoring settings), as a string; ``None`` (the default):
+        unknown, so the suite's evals are never reused (``curriculum.evalcache``)."""
+        return None
+
     def held_out_keys(self) -> frozenset[str]:
         """``canonical`` contents of every held-out (validation and test) task: what ``sample`` and
         ``warmstart_tasks`` must never return. Empty by default, for a testbed whose held-out

@@ -36,6 +36,12 @@ def save_tiny_llama(path: Path, *, hidden_size: int = 64, intermediate_size: int
     return path
 
 
+@pytest.fixture(autouse=True)
+def _own_eval_cache(tmp_path_factory, monkeypatch):
+    """Every test its own eval cache: no test reads an eval another test (or a user's run) stored."""
+    monkeypatch.setenv("CURRICULUM_EVAL_CACHE", str(tmp_path_factory.mktemp("evals")))
+
+
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory) -> Path:
     """A 2-layer Llama (hidden 64) saved with the embedded model's tokenizer and chat template."""

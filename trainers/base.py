@@ -122,6 +122,13 @@ class Trainer(ABC):
         """A hash of this process's weights (multi-process runs check that ranks agree)."""
         return None
 
+    def eval_identity(self, seed: int) -> str | None:
+        """Everything besides the testbed's suite that decides what ``policy()`` answers in an
+        eval with ``seed`` (weights digest, generation settings, precision, engine; the seed only
+        where the eval samples), as a string; ``None`` (the default): unknown, so its evals are
+        never reused (``curriculum.evalcache``)."""
+        return None
+
     def generation_shard(self) -> tuple[int, int]:
         """(groups, this process's group) for work split over processes: processes of one group
         generate with one engine and must be handed the same prompts. Default: every process

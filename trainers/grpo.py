@@ -362,6 +362,26 @@ class GRPOTrainerAdapter(Trainer):
             digest.update(param.detach().to("cpu").contiguous().view(torch.uint8).numpy().tobytes())
         return digest.hexdigest()[:16]
 
+    def eval_identity(self, seed: int) -> str | None:
+        import torch
+        import transformers
+
+        if distributed.world_size() > 1:
+            return None  # sharded weights: one process's digest does not name the model
+        gen = self.run_config.generation
+        engine = getattr(self._trl, "vllm_generation", None) if self._trl is not None else None
+        vllm = (engine is not None and gen.backend != "transformers") or choose_backend(gen) == "vllm"
+        versions = [torch.__version__, transformers.__version__]
+        if vllm:
+            import vllm as vllm_module
+
+            versions.append(vllm_module.__version__)
+        # What ``policy()`` decodes with: the weights, the engine and its precision, the settings.
+        return json.dumps({"weights": self.weights_digest(), "engine": "vllm" if vllm else "transformers",
+                           "bf16": self.bf16, "dtype": self.run_config.model.dtype,
+                           "generation": gen.model_dump(mode="json"), "versions": versions,
+                           "seed": seed if gen.temperature > 0 else None}, sort_keys=True)
+
     # -- training ---------------------------------------------------------------------------------
     def _use_vllm(self) -> bool:
         if self.config.use_vllm == "auto":

@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -328,6 +329,14 @@ class MAPFTestbed(Testbed):
 
     def eval_tasks(self, suite: str = "validation") -> list[Task]:
         return [self.task_of(i) for i in self.eval_instances(suite)]
+
+    def eval_identity(self, suite: str) -> str | None:
+        # The prompts (which carry the prompt style and answer format) and ids of the suite's tasks,
+        # plus what ``evaluate`` reads from the config: the token budget and the samples it keeps.
+        tasks = [[t.id, self.canonical(t)] for t in self.eval_tasks(suite)]
+        return json.dumps({"testbed": self.name, "suite": suite, "tasks": tasks,
+                           "eval_max_new_tokens": self.config.eval_max_new_tokens,
+                           "eval_samples": self.config.eval_samples}, sort_keys=True)
 
     presets: ClassVar[tuple[Preset, ...]] = (
         Preset("mapf_checkpoint_cpu_demo.yaml", "cpu", trainer="grpo", engineer="checkpoint",

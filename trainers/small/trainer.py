@@ -543,6 +543,14 @@ class SmallTrainer(Trainer):
             digest.update(param.detach().contiguous().numpy().tobytes())
         return digest.hexdigest()[:16]
 
+    def eval_identity(self, seed: int) -> str:
+        # What ``SmallPolicy`` decodes with (the batch too: padding rows change float rounding).
+        decoding = self.config.model_dump(include={"d_model", "layers", "heads", "ff_mult", "max_len",
+                                                   "local_features", "max_path_factor", "eval_temperature",
+                                                   "generation_batch"})
+        return json.dumps({"weights": self.weights_digest(), "decoding": decoding,
+                           "seed": seed if self.config.eval_temperature > 0 else None}, sort_keys=True)
+
     def run_info(self) -> dict[str, Any]:
         params = sum(p.numel() for p in self.model.parameters()) if self.model is not None else 0
         return {"trainer": self.name, "algorithm": "GRPO (trainers/grpo_objective.py)", "parameters": params,
