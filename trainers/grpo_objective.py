@@ -17,7 +17,8 @@ completions), ``bnpo`` / ``dapo`` (mean over all completion tokens of the batch)
 these functions run with beta = 0 (the CPU configs' setting).
 
 ``trainers/grpo.py`` gets the same objective from TRL itself; ``trainers/small`` computes it
-with these functions, so the two optimise one formula.
+with these functions, so the two optimise one formula (``tests/small/test_objective_matches_trl.py``
+checks the loss against ``GRPOTrainer._compute_loss`` on one batch, for each loss type).
 """
 
 from __future__ import annotations
