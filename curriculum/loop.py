@@ -1,6 +1,8 @@
 """The controller: rounds of train → eval → design.
 
-For round r (0-based), with proposal P_r (P_0 from ``testbed.initial_proposal``):
+For round r (0-based), with proposal P_r (P_0 from ``testbed.initial_proposal``, or on a fresh
+run the projection of ``engineer.initial_design`` when the engineer ``designs_round0``, made after
+the warm start):
 
     tasks_r   = testbed.sample(P_r, tasks_per_round, seed=derive(seed, r, "data"))
     metrics_r = trainer.train_round(tasks_r)
@@ -106,16 +108,7 @@ def run(config: RunConfig, *, resume: Path | None = None, reporter: QuietReporte
     trainer = build_trainer(config, testbed, run_dir.path)
     history = run_dir.history()
     try:
-        proposal = _restore(config, run_dir, history, testbed, engineer, trainer)
-        engineer.on_run_start(testbed, proposal)
-        if history and history[-1].design is None and len(history) < config.rounds:
-            proposal = _extend(config, run_dir, history, proposal, testbed, engineer, trainer, reporter)
-        if main:
-            run_dir.truncate_metrics(len(history) - 1)
-            if not history:
-                _prepare(config, run_dir, testbed, engineer, trainer, reporter)
-            elif (saved := _saved_baseline(run_dir.path)) is not None:
-                reporter.baseline(saved)
+        proposal = _start(config, run_dir, history, testbed, engineer, trainer, reporter)
         for index in range(len(history), config.rounds):
             report, proposal = _one_round(config, index, proposal, history, run_dir,
                                           testbed, engineer, trainer, reporter, final_test)
@@ -131,6 +124,26 @@ def run(config: RunConfig, *, resume: Path | None = None, reporter: QuietReporte
         if opened is not None:
             opened.unlock()
     return RunResult(run_dir=run_dir.path, history=history)
+
+
+def _start(config: RunConfig, run_dir: RunDir, history: list[RoundReport], testbed: Testbed, engineer: Engineer,
+           trainer: Trainer, reporter: QuietReporter) -> Any:
+    """The proposal of the first round to run: after the last committed round (asking a finished
+    run's skipped design when extending it), or on a fresh run the testbed's initial proposal,
+    after the baseline eval and the warm start, or the engineer's initial design."""
+    proposal = _restore(config, run_dir, history, testbed, engineer, trainer)
+    engineer.on_run_start(testbed, proposal)
+    if history and history[-1].design is None and len(history) < config.rounds:
+        proposal = _extend(config, run_dir, history, proposal, testbed, engineer, trainer, reporter)
+    if distributed.is_main():
+        run_dir.truncate_metrics(len(history) - 1)
+        if not history:
+            _prepare(config, run_dir, testbed, engineer, trainer, reporter)
+        elif (saved := _saved_baseline(run_dir.path)) is not None:
+            reporter.baseline(saved)
+    if not history and engineer.designs_round0:
+        proposal = _initial_design(config, run_dir, proposal, testbed, engineer, trainer, reporter)
+    return proposal
 
 
 def _open_run_dir(config: RunConfig, resume: Path | None,
@@ -402,6 +415,33 @@ def _design(config: RunConfig, report: RoundReport, proposal: Any, history: list
     )
     run_dir.log({"round": index, "event": "design", "changes": len(changes)})
     return next_proposal
+
+
+def _initial_design(config: RunConfig, run_dir: RunDir, proposal: Any, testbed: Testbed, engineer: Engineer,
+                    trainer: Trainer, reporter: QuietReporter) -> Any:
+    """Fresh run, before round 0: the engineer's design of round 0's proposal
+    (``Engineer.initial_design``), projected like any design; the testbed's initial proposal when
+    it returns none. Asked on the main process, or on every rank for a ``collective_design``
+    engineer; every rank returns the main process's proposal."""
+    main, collective = distributed.is_main(), _collective(engineer)
+    first = proposal
+    if main or collective:
+        reporter.stage("initial design", None)
+        ctx = DesignContext(
+            round=-1, total_rounds=config.rounds, history=[], proposal=proposal, testbed=testbed,
+            rng=np.random.default_rng(derive_seed(config.seed, -1, "engineer")),
+            policy=_with_progress(trainer.policy(), reporter), base_policy=trainer.base_policy,
+            chat_model=trainer.chat_policy, run_info=trainer.run_info(),
+            shard=trainer.generation_shard() if collective else (1, 0),
+        )
+        design = engineer.initial_design(ctx)
+        reporter.stage_end()
+        if main and design is not None:
+            first, changes = testbed.project(design.raw, proposal)
+            run_dir.log({"round": -1, "event": "initial_design", "changes": len(changes)})
+    if distributed.world_size() > 1:
+        first = testbed.proposal_model.model_validate(distributed.broadcast(first.model_dump(mode="json")))
+    return first
 
 
 def _extend(config: RunConfig, run_dir: RunDir, history: list[RoundReport], proposal: Any,

@@ -16,7 +16,8 @@ a third of the compute of a three-round comparison, and the warm start and pre-t
 every run but one.
 
 An engineer that can change round 0 (SPADE adds its designer's warm-start examples) declares
-``Engineer.shapes_round0`` and runs its own round 0.
+``Engineer.shapes_round0`` and runs its own round 0; so does one that overrides
+``Engineer.initial_design`` (it may design round 0's proposal).
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ from engineers.base import Engineer
 
 def shares_round0(cls: type[Engineer]) -> bool:
     """Whether runs with this engineer class may start from a shared round 0."""
-    return not cls.shapes_round0 and cls.warmstart_examples is Engineer.warmstart_examples
+    return (not cls.shapes_round0 and cls.warmstart_examples is Engineer.warmstart_examples
+            and cls.initial_design is Engineer.initial_design)
 
 
 def round0_key(config: RunConfig) -> str:

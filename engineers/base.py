@@ -28,7 +28,7 @@ class DesignContext:
     """What an engineer may look at when designing the next round."""
 
     round: int
-    """Index of the round that just finished."""
+    """Index of the round that just finished (-1 in ``Engineer.initial_design``: none yet)."""
     total_rounds: int
     """Number of rounds in the run."""
     history: list[RoundReport]
@@ -136,6 +136,23 @@ class Engineer(ABC):
     # -- hooks (do nothing by default) ----------------------------------------------------------
     def on_run_start(self, testbed: Testbed, initial_proposal: BaseModel) -> None:
         """Called once when a run starts or resumes."""
+
+    @property
+    def designs_round0(self) -> bool:
+        """Whether ``initial_design`` designs round 0's proposal (from this engineer's config).
+        The controller builds that call's context, which loads the policy, only when it does;
+        default False. An engineer class that overrides ``initial_design`` also runs its own
+        round 0 in a comparison (``curriculum.stem``)."""
+        return False
+
+    def initial_design(self, ctx: DesignContext) -> Design | None:
+        """On a fresh run, after the trainer's preparation (warm start) and before round 0: a
+        design whose ``raw`` replaces the testbed's initial proposal (projected like any design),
+        or ``None`` to keep that proposal. ``ctx.round`` is -1, ``ctx.history`` empty,
+        ``ctx.proposal`` the testbed's initial proposal. A run that restarts before its round 0
+        is committed asks again, so an engineer that made an expensive one should reread what it
+        saved in its run directory. Called only when ``designs_round0``."""
+        return None
 
     def on_round_end(self, report: RoundReport) -> None:
         """Called after a round is committed to disk, with its ``engineer_view()`` (no test results)."""

@@ -5,8 +5,9 @@ random``) this is the Trainee-to-Trainer paper's baseline "Qwen3-4B + GRPO (rand
 the same backbone and training procedure with the *random round-0 config kept fixed for every
 round* and no engineer. ``configs/mapf_qwen3_4b_baseline.yaml`` is that baseline at the paper's
 scale. With an explicit ``testbed.initial_proposal`` it is a fixed hand-chosen distribution
-instead; with the ``spade_pool`` testbed it is SPADE's fixed-environment GRPO baseline (the pool
-handed over unchanged every step).
+instead; with the ``spade_pool`` testbed it hands the starting pool (``testbed.initial_pool``, e.g.
+``memory:DIR``) over unchanged every step. SPADE's fixed-environment GRPO row designs that pool in
+the run: the ``spade`` engineer with ``frozen_pool``.
 
 Not to be confused with ``random`` (``engineers/random.py``), which re-draws the config every
 round: a second, different baseline.

@@ -143,6 +143,8 @@ def spade_step(config: Any) -> SpadeStep:
     trainer, engineer = config.trainer, config.engineer
     play = trainer.play
     designs = int(getattr(engineer, "designs_per_round", 0) or 0)
+    if getattr(engineer, "frozen_pool", None) is not None:
+        designs = 0  # the pool is designed once, before round 0: no design calls per step
     corpus = getattr(engineer, "corpus", None)
     doc_tokens = getattr(corpus, "max_doc_chars", 0) // 4
     memory = getattr(engineer, "memory", None)

@@ -14,7 +14,7 @@ Export format (``EXPORT_FORMAT``, version ``EXPORT_VERSION``), three files in ``
 
 * ``spade_pool.jsonl`` — one ``PoolEnvironment`` per line (hash, setting, skill, hint, program,
   class_name), the file ``load_pool`` reads: ``testbed.initial_pool: memory:DIR`` trains a fresh
-  run on it (with the ``fixed`` engineer, the fixed-environment baseline on a designed pool);
+  run on it (with the ``fixed`` engineer, a fixed pool that a designer made);
 * ``environments.jsonl`` — one object per admitted environment, in design order: ``hash``,
   ``setting``, ``skill``, ``hint``, ``program``, ``round`` (designed after that round),
   ``admission`` (``checks_passed``, ``seconds``, ``closest_seed``, ``seed_similarity``),

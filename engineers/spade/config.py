@@ -156,10 +156,14 @@ class CorpusConfig(_Strict):
     """Shorter documents are skipped when loading."""
 
 
+DEFAULT_CAPACITY = 200
+"""Admitted environments the memory keeps active (also with ``memory: false``, for ``curriculum show``)."""
+
+
 class MemoryConfig(_Strict):
     """The environment memory (SQLite in the run directory)."""
 
-    capacity: int = Field(200, ge=1)
+    capacity: int = Field(DEFAULT_CAPACITY, ge=1)
     """Admitted environments kept active (FIFO, as in the public code)."""
     seeds_in_prompt: int = Field(2, ge=0)
     """High-regret environments shown as seeds to mutate."""
@@ -217,6 +221,30 @@ class DiversityConfig(_Strict):
     reject_near_duplicates: bool = False
     """Reject flagged near duplicates and seed copies (reason ``near_duplicate``) instead of only
     flagging them."""
+
+
+class FrozenPoolConfig(_Strict):
+    """A pool designed once, before round 0, and kept for the whole run (the fixed-environment
+    GRPO baseline: the agent trains on environments a frozen designer wrote)."""
+
+    size: int = Field(ge=1)
+    """Admitted environments the pool holds: design calls go on until this many are admitted
+    (the first ``size`` in design order are kept)."""
+    max_calls: int | None = Field(None, ge=1)
+    """Design calls at most before the run stops with an error naming the shortfall
+    (``None``: 4 x ``size``)."""
+    batch: int = Field(8, ge=1)
+    """Design calls generated together (one ``generate``, sharded over generation groups under
+    several processes) and then admitted, until the pool is full."""
+
+    @model_validator(mode="after")
+    def _enough_calls(self) -> FrozenPoolConfig:
+        if self.max_calls is None:
+            self.max_calls = 4 * self.size
+        if self.max_calls < self.size:
+            raise ValueError(f"frozen_pool.max_calls ({self.max_calls}) must be at least frozen_pool.size "
+                             f"({self.size}): each call admits at most one environment")
+        return self
 
 
 class SpadeEngineerConfig(PluginConfig):
@@ -277,6 +305,20 @@ class SpadeEngineerConfig(PluginConfig):
     """Embedding, Vendi score and near-duplicate settings."""
     sandbox: SandboxConfig = Field(default_factory=lambda: SandboxConfig(workers=2))
     """How model-written programs are run (the ``ToolEnv`` prelude is added automatically)."""
+    frozen_pool: FrozenPoolConfig | None = None
+    """Design the run's whole pool once, before round 0, with ``designer`` (``policy``: the model
+    as it stands before round 0, i.e. the starting model when the run has no warm start), admit
+    it like any design, save it in the run directory (``spade_pool.jsonl``) and keep it for every
+    round: no design calls after that, nothing for the designer role to train on. Needs
+    ``testbed.initial_pool: none``. ``None``: SPADE, a design call every round."""
+
+    @model_validator(mode="after")
+    def _frozen_pool_fits_memory(self) -> SpadeEngineerConfig:
+        capacity = self.memory.capacity if isinstance(self.memory, MemoryConfig) else DEFAULT_CAPACITY
+        if self.frozen_pool is not None and self.frozen_pool.size > capacity:
+            raise ValueError(f"frozen_pool.size ({self.frozen_pool.size}) exceeds the memory's capacity "
+                             f"({capacity}), which holds the admitted pool: raise memory.capacity")
+        return self
 
     @model_validator(mode="after")
     def _endpoint_designer(self) -> SpadeEngineerConfig:

@@ -15,6 +15,15 @@ summary under ``notes["spade"]`` and ``Design.diagnostics`` (admitted count, rej
 reason, how many admitted designs copy a seed-library environment and each one's closest seed,
 Vendi score / n).
 
+With ``frozen_pool`` (the fixed-environment GRPO baseline) the designer works once:
+``initial_design``, asked by the controller before round 0 of a fresh run, makes design calls in
+batches until ``frozen_pool.size`` designs are admitted (through the same admission, duplicate
+checks and memory as every design) or ``frozen_pool.max_calls`` calls are spent
+(``FrozenPoolTooSmall``, naming the rejections), saves the pool to ``<run_dir>/spade_pool.jsonl``
+(what ``testbed.initial_pool: memory:<run dir>`` reads) and returns it as round 0's proposal, with
+no designs; a restart before round 0 is committed rereads that file. Every later ``design``
+hands the same pool on without a design call, so only the agent role trains.
+
 State saved per round: the corpus seed and cursor and the design-call counter (the memory is its own
 SQLite file in the run directory). The sandbox pool is started on first use and closed by
 ``close``. Rewards, agent play and co-training live with the ``selfplay`` trainer (``trainers.spade``).
@@ -26,15 +35,17 @@ import json
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any, ClassVar
 
 from curriculum.core import distributed
-from curriculum.core.pool import save_pool
+from curriculum.core.config import ConfigError
+from curriculum.core.pool import POOL_FILE, PoolEnvironment, load_pool, save_pool
 from curriculum.core.records import Design, RoundReport
 from curriculum.core.types import Policy
 from engineers.base import DesignContext, Engineer
-from engineers.spade.config import MemoryConfig, SpadeEngineerConfig
+from engineers.spade.config import DEFAULT_CAPACITY, FrozenPoolConfig, MemoryConfig, SpadeEngineerConfig
 from engineers.spade.corpus import Corpus, build_corpus
 from engineers.spade.designer import Designer, DesignCandidate, RoundSummary, design_samples, pool_from_memory
 from engineers.spade.memory import Memory
@@ -46,6 +57,11 @@ DEFAULT_MAX_NEW_TOKENS = 2048
 
 ROUNDS_LOG = "spade_rounds.jsonl"
 """Per-round summaries in the run directory."""
+
+
+class FrozenPoolTooSmall(ConfigError):
+    """The frozen designer admitted fewer environments than ``frozen_pool.size`` within
+    ``frozen_pool.max_calls`` design calls (the message names the shortfall and the rejections)."""
 
 
 def sandbox_config(config: SpadeEngineerConfig):
@@ -70,10 +86,15 @@ class SpadeEngineer(Engineer):
 
     @classmethod
     def plan_lines(cls, config: SpadeEngineerConfig) -> list[str]:  # type: ignore[override]
-        """Which documents the design calls will read (``corpus_plan``)."""
+        """Which documents the design calls will read (``corpus_plan``), and a frozen pool's
+        design calls before round 0 (not in the per-round estimate)."""
         from engineers.spade.corpus import corpus_plan
 
-        return [f"  corpus: {corpus_plan(config.corpus, config.setting)}"]
+        lines = [f"  corpus: {corpus_plan(config.corpus, config.setting)}"]
+        if (frozen := config.frozen_pool) is not None:
+            lines.append(f"  frozen pool: {frozen.size} admitted environments designed once before round 0, "
+                         f"in batches of {frozen.batch} design calls, at most {frozen.max_calls} calls")
+        return lines
 
     @classmethod
     def run_view(cls, run_dir: Path, item: str | None = None) -> Any:
@@ -89,7 +110,7 @@ class SpadeEngineer(Engineer):
             self._tmp = tempfile.TemporaryDirectory(prefix="spade-")
             run_dir = self._tmp.name
         self.dir = Path(run_dir)
-        capacity = config.memory.capacity if isinstance(config.memory, MemoryConfig) else 200
+        capacity = config.memory.capacity if isinstance(config.memory, MemoryConfig) else DEFAULT_CAPACITY
         self.memory = Memory.in_run_dir(self.dir, capacity)
         self._corpus: Corpus | None = None
         self._corpus_cursor = 0
@@ -168,14 +189,29 @@ class SpadeEngineer(Engineer):
         G (``ctx.shard``; a rank, or the ranks of one tensor-parallel vLLM engine) generates calls g,
         g+G, ... and admits them in each rank's own sandbox pool, and the main process gathers the
         candidates in call order, remembers them and returns the design; the other ranks return
-        an empty design the controller ignores."""
+        an empty design the controller ignores. With ``frozen_pool`` the pool designed before
+        round 0 is handed on unchanged, without design calls."""
+        if self.config.frozen_pool is not None:
+            return Design(raw={"environments": [e.model_dump(mode="json") for e in ctx.proposal.environments],
+                               "designs": []},
+                          notes={"spade": "frozen pool: designed before round 0, no design calls"})
+        if distributed.is_main():
+            self._remember_outcomes(ctx)
+        made = self._design_calls(ctx, ctx.round + 1, self.config.designs_per_round)
+        if made is None:
+            return Design(raw=None, notes={"spade": "recorded by the main process"})
+        return self._finish(*made)
+
+    def _design_calls(self, ctx: DesignContext, round_index: int,
+                      n: int) -> tuple[list[DesignCandidate], RoundSummary] | None:
+        """``n`` design calls for ``round_index``, generated and admitted on every rank's share
+        (``design``), remembered by the main process, which returns the candidates in call order
+        and their summary; the other ranks return ``None``."""
         main = distributed.is_main()
-        round_index = ctx.round + 1
         seed = requests = None
         if main:
-            self._remember_outcomes(ctx)
             seed = int(ctx.rng.integers(2**31))
-            requests = self.designer(seed).requests(round_index, self.config.designs_per_round, ctx.rng)
+            requests = self.designer(seed).requests(round_index, n, ctx.rng)
         seed, requests = distributed.broadcast((seed, requests))
         designer = self.designer(seed)
         policy = self._policy(ctx)
@@ -189,10 +225,9 @@ class SpadeEngineer(Engineer):
         for cand in mine:
             cand.rank = distributed.rank()
         designer.verdicts(mine)
-        timed = (mine, generated - start, time.monotonic() - generated)
-        parts = distributed.gather(timed)
+        parts = distributed.gather((mine, generated - start, time.monotonic() - generated))
         if not main:
-            return Design(raw=None, notes={"spade": "recorded by the main process"})
+            return None
         by_call: dict[int, DesignCandidate] = {}
         for part, _, _ in parts:  # ranks of one generation group made the same calls: keep the first
             for cand in part:
@@ -200,13 +235,79 @@ class SpadeEngineer(Engineer):
         candidates = [by_call[k] for k in sorted(by_call)]
         summary = designer.record_all(candidates, round_index, generation_seconds=max(p[1] for p in parts),
                                       admission_seconds=max(p[2] for p in parts))
-        return self._finish(candidates, summary)
+        return candidates, summary
 
-    def _finish(self, candidates: list[DesignCandidate], summary: RoundSummary) -> Design:
+    # -- a pool designed once (``frozen_pool``) ---------------------------------------------------
+    @property
+    def designs_round0(self) -> bool:
+        """With ``frozen_pool``: round 0 trains on the pool ``initial_design`` makes."""
+        return self.config.frozen_pool is not None
+
+    def initial_design(self, ctx: DesignContext) -> Design | None:
+        """The frozen pool: design calls in batches of ``frozen_pool.batch`` until the memory holds
+        ``frozen_pool.size`` admitted environments (``FrozenPoolTooSmall`` after ``max_calls``
+        calls with fewer), the first ``size`` of them saved as ``<run_dir>/spade_pool.jsonl``. A
+        run that restarts before round 0 is committed reads that file instead of designing again."""
+        frozen = self.config.frozen_pool
+        if frozen is None:
+            return None
+        if ctx.proposal.environments:
+            raise ConfigError(f"engineer.frozen_pool designs the whole starting pool, but the testbed's "
+                              f"initial pool holds {len(ctx.proposal.environments)} environments: "
+                              "set testbed.initial_pool: none")
+        main = distributed.is_main()
+        saved = main and (self.dir / POOL_FILE).is_file()
+        pool = load_pool(self.dir) if saved else None
+        if not distributed.broadcast(saved):
+            pool = self._fill_frozen_pool(ctx, frozen)
+            if main:
+                save_pool(self.dir, pool)
+        if not main:
+            return Design(raw=None, notes={"spade": "recorded by the main process"})
+        return Design(raw={"environments": [e.model_dump(mode="json") for e in pool], "designs": []},
+                      notes={"frozen_pool": {"environments": len(pool), "reread": bool(saved)}},
+                      diagnostics={"environments": len(pool), "reread": bool(saved)})
+
+    def _fill_frozen_pool(self, ctx: DesignContext, frozen: FrozenPoolConfig) -> list[PoolEnvironment]:
+        """Batches of design calls for round 0 until the pool is full (``initial_design``); the
+        main process returns the first ``size`` admitted environments, the other ranks ``[]``.
+        Every rank raises ``FrozenPoolTooSmall`` when the calls run out first."""
+        main = distributed.is_main()
+        calls, status, message = 0, "more", ""
+        while status == "more":
+            n = min(frozen.batch, frozen.max_calls - calls)
+            made = self._design_calls(ctx, 0, n)
+            calls += n
+            if made is not None:
+                self._log_summary(*made)
+                admitted = len(pool_from_memory(self.memory))
+                status = "full" if admitted >= frozen.size else "more" if calls < frozen.max_calls else "short"
+                message = self._shortfall(frozen, admitted, calls) if status == "short" else ""
+            status, message = distributed.broadcast((status, message))
+        if status == "short":
+            raise FrozenPoolTooSmall(message)
+        return pool_from_memory(self.memory)[:frozen.size] if main else []
+
+    def _shortfall(self, frozen: FrozenPoolConfig, admitted: int, calls: int) -> str:
+        rejected: Counter[str] = Counter()
+        for summary in self.summaries:  # per call: the memory keeps one row per program
+            rejected.update(summary.rejections)
+        reasons = ", ".join(f"{reason} {count}" for reason, count in rejected.most_common()) or "none"
+        return (f"the frozen designer admitted {admitted} of the {frozen.size} environments "
+                f"engineer.frozen_pool.size asks for in {calls} design calls (engineer.frozen_pool.max_calls); "
+                f"rejected designs by reason: {reasons}. Raise max_calls, lower size, or give the designer "
+                f"more tokens (engineer.max_new_tokens) or a stronger model (engineer.designer); "
+                f"`curriculum show {self.dir} --envs` lists every design")
+
+    def _log_summary(self, candidates: list[DesignCandidate], summary: RoundSummary) -> None:
+        """Keep the call's candidates and append its summary to ``ROUNDS_LOG``."""
         self.last_candidates = candidates
         self.summaries.append(summary)
         with (self.dir / ROUNDS_LOG).open("a") as handle:
             handle.write(json.dumps(summary.model_dump(mode="json")) + "\n")
+
+    def _finish(self, candidates: list[DesignCandidate], summary: RoundSummary) -> Design:
+        self._log_summary(candidates, summary)
         pool = pool_from_memory(self.memory)
         save_pool(self.dir, pool)
         first = candidates[0] if candidates else None

@@ -115,7 +115,7 @@ def evaluate(policy: Policy, config: ReasoningGymEval, *, seed: int = 0,
 
 def training_environments(datasets: Sequence[str], per_dataset: int,
                           train_seed: int = 10_000_000) -> list[PoolEnvironment]:
-    """Reasoning-gym datasets as a fixed set of environment programs (the fixed-environment baseline).
+    """Reasoning-gym datasets as a fixed set of environment programs (``initial_pool: reasoning_gym``).
 
     Each dataset becomes one game program holding ``per_dataset`` (question, answer) pairs drawn
     from ``train_seed`` (disjoint from the eval seeds); ``reset(seed)`` picks pair ``seed % n``, a

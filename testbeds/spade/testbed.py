@@ -8,14 +8,14 @@ both types are the kernel's (``curriculum.core.pool``), shared with the engineer
 ``sample(proposal, n, seed)`` returns one ``env_task`` per environment and one ``design_task``
 per design (``n`` is ignored: a SPADE step plays its pool, it does not draw i.i.d. prompts).
 
-Initial pool (``initial_pool``): ``none`` (SPADE: the designer fills it), ``reasoning_gym`` (the
-fixed-environment baseline: reasoning-gym datasets as environment programs from training seeds
-disjoint from the eval's), ``seed_library`` (the project's seed library of the setting,
+Initial pool (``initial_pool``): ``none`` (SPADE: the designer fills it; also the spade engineer's
+``frozen_pool``, which designs round 0's whole pool before round 0 — the fixed-environment GRPO
+baseline), ``reasoning_gym`` (reasoning-gym datasets as environment programs from training seeds
+disjoint from the eval's; no hints), ``seed_library`` (the project's seed library of the setting,
 ``testbeds/synthetic/seeds``), ``programs:<dir>`` (``*.py`` files, hint in ``<name>.hint``), or
 ``memory:<run dir>`` (the active admitted environments of an earlier SPADE run's memory, as its
-engineer last saved them in ``<run dir>/spade_pool.jsonl`` — a frozen pool generated once). With
-the ``fixed`` engineer the pool then never changes: the paper's fixed-pool baselines on the same
-machinery.
+engineer last saved them in ``<run dir>/spade_pool.jsonl``, or a ``curriculum spade export``
+directory). With the ``fixed`` engineer the pool then never changes.
 
 Evaluation (``evaluate``), every ``eval_every`` calls and at call ``final_eval_call`` (set it to
 ``rounds - 1``; a baseline eval before training counts as a call too when enabled): games →

@@ -123,9 +123,17 @@ def test_which_runs_share_a_stem(tmp_path):
         def warmstart_examples(self, n, seed):  # pragma: no cover
             return []
 
+    class DesignsRound0(Engineer):
+        def design(self, ctx):  # pragma: no cover - never called
+            raise NotImplementedError
+
+        def initial_design(self, ctx):  # pragma: no cover
+            return None
+
     assert shares_round0(FrontierEngineer)
     assert not shares_round0(SpadeEngineer)  # declares shapes_round0
     assert not shares_round0(WithExamples)   # adds warm-start examples
+    assert not shares_round0(DesignsRound0)  # may design round 0's proposal
 
     spec = CompareSpec(engineers=["fixed", "random", "optuna"], testbed="mapf_frozenlake", seeds=2, rounds=3,
                        out=tmp_path, trainer="simulated", overrides=[*FAST, "engineers.optuna.sampler=random"])

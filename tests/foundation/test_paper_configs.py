@@ -113,6 +113,21 @@ def test_spade_ablations_change_only_their_intervention(ablation, expected):
     assert changed == expected
 
 
+def test_fixed_grpo_row_trains_on_a_pool_designed_once():
+    """The fixed-environment GRPO row is SPADE's 30B run with the pool designed once before round 0
+    by the starting model and kept whole (no stale retirement over the run): only the frozen pool
+    and the trainer's pool settings differ."""
+    from curriculum.config import config_diff
+
+    path = ROOT / "configs" / "spade_games_qwen3_30b_a3b_fixed_grpo.yaml"
+    changed = {".".join(line.split(":")[0].split(".")[:2]) for line in config_diff(_dump(SPADE_30B), _dump(path))}
+    assert changed == {"engineer.frozen_pool", "trainer.pool"}
+    row = load_config(path)
+    assert row.engineer.name == "spade" and row.engineer.designer == "policy" and row.testbed.initial_pool == "none"
+    assert row.engineer.frozen_pool.size == row.trainer.pool.pool_size == 96
+    assert row.trainer.pool.max_plays >= row.rounds and row.trainer.warmstart.steps == 0
+
+
 def test_spade_ablation_settings():
     two = load_config(ROOT / "configs" / "spade_games_qwen3_30b_a3b_two_skill.yaml").engineer
     assert two.skill_list() == ["mathematical reasoning", "pattern recognition"]

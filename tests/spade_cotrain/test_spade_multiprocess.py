@@ -162,3 +162,38 @@ def test_two_process_design_calls_are_sharded(tiny_model_dir, tmp_path, launch):
     steps = _events(run_dir, "spade_step")
     assert steps[1]["spade/designs"] == 4 and steps[1]["spade/new_envs"] == 3
     assert steps[1]["spade/episodes"] == 3 * 2 * G
+
+
+def test_two_process_frozen_pool_is_designed_once_before_round0(tiny_model_dir, tmp_path, launch):
+    """``engineer.frozen_pool`` under two processes: both ranks take part in the design calls of
+    the pool (calls sharded as in every design), both train round 0 on the main process's pool,
+    and no design call follows."""
+    pytest.importorskip("reasoning_gym")
+    from curriculum.core.pool import load_pool, program_hash
+    from engineers.spade.memory import Memory
+    from engineers.spade.parse import parse_design
+
+    out = tmp_path / "runs"
+    config = _design_config(tiny_model_dir, out)
+    config["engineer"]["frozen_pool"] = {"size": 3, "max_calls": 8, "batch": 4}
+    config["trainer"]["pool"] = {"envs_per_step": 3, "max_plays": 10}
+    path = tmp_path / "frozen.json"
+    path.write_text(json.dumps(config))
+    proc = launch(path)
+    assert proc.wait(timeout=WAIT_S) == 0, proc.stderr.read()[-4000:]
+    run_dir = out / "designs"
+    expected = [program_hash(parse_design((FIXTURES / DESIGN_BY_SKILL[s]).read_text()).program)
+                for s in ("s0", "s2", "s3")]
+    assert [e.hash for e in load_pool(run_dir)] == expected
+    assert len((run_dir / "spade_rounds.jsonl").read_text().splitlines()) == 1
+    memory = Memory.in_run_dir(run_dir)
+    try:
+        entries = sorted(memory.entries(), key=lambda e: e.extra["call"])
+    finally:
+        memory.close()
+    assert [(e.skill, e.extra["rank"]) for e in entries] == [("s0", 0), ("s1", 1), ("s2", 0), ("s3", 1)]
+    steps = _events(run_dir, "spade_step")
+    assert [s["round"] for s in steps] == [0, 1]
+    assert all(s["spade/designs"] == 0 and s["spade/episodes"] == 3 * 2 * G for s in steps)
+    digests = {e["round"]: e["digests"] for e in _events(run_dir, "rank_weight_digests")}
+    assert all(len(d) == 2 and d[0] == d[1] for d in digests.values())
