@@ -53,8 +53,10 @@ def run(
     run_name: Annotated[Optional[str], typer.Option(help="Run directory name.")] = None,
     resume: Annotated[Optional[Path], typer.Option(help="Continue the run in this run dir.")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the resolved config and plan; load nothing.")] = False,
-    verbose: Annotated[bool, typer.Option("--verbose", help="Print the whole resolved config at the start (by "
-                                          "default a few lines; the whole config is the run dir's config.yaml).")] = False,
+    verbose: Annotated[bool, typer.Option(
+        "--verbose", help="Print the whole resolved config at the start and the engines' logs and warnings "
+                          "as they come (by default a few lines name the config, and the logs go to the run "
+                          "dir's engine.log).")] = False,
     accelerate_config: Annotated[Optional[Path], typer.Option(
         help="With --dry-run: the accelerate config to plan for (processes, ZeRO/FSDP).")] = None,
     gpu: Annotated[str, typer.Option(
@@ -80,12 +82,15 @@ def run(
                                   run_name=run_name)
         if choice is not None:
             console.print(choice.explain(cfg), markup=False, highlight=False, soft_wrap=True)
+        elif config is not None:
+            console.print(f"config: {config}", markup=False, highlight=False, soft_wrap=True)
         if dry_run:
             found = choice.machine if choice is not None else detect_machine(machine)
             console.print(describe_plan(cfg, accelerate_config, gpu, found), markup=False, highlight=False,
                           soft_wrap=True)
             return
-        result = run_loop(cfg, resume=resume, reporter=RichReporter(console, verbose=verbose))
+        result = run_loop(cfg, resume=resume, reporter=RichReporter(console, verbose=verbose),
+                          verbose=verbose)
     except ConfigError as err:
         _fail(str(err))
     except OSError as err:  # a full disk, a read-only mount: committed rounds are intact

@@ -57,6 +57,9 @@ def register(app: typer.Typer) -> None:
             "--reanalyse", help="With --report: recompute every statistic from the comparison's stored "
                                 "per-run outcomes and rewrite its compare.json and table.txt (no run is "
                                 "repeated).")] = False,
+        verbose: Annotated[bool, typer.Option(
+            "--verbose", help="Print the engines' logs and warnings as they come (by default each run "
+                              "keeps them in its run dir's engine.log).")] = False,
     ) -> None:
         """Benchmark engineers under identical seeds, budget, eval suites and starting config."""
         from curriculum.compare import (CompareSpec, compare as run_compare, design_summary, design_text,
@@ -106,7 +109,7 @@ def register(app: typer.Typer) -> None:
                           highlight=False)
 
         try:
-            result = run_compare(spec, progress=progress,
+            result = run_compare(spec, progress=progress, verbose=verbose,
                                  warn=lambda m: console.print(f"[yellow]under-powered[/]: {escape(m)}",
                                                               highlight=False, soft_wrap=True))
         except (ConfigError, UnknownName) as err:

@@ -783,10 +783,11 @@ def _ensure_registered(snapshot: dict[str, list[Any]] | None) -> None:
                                           commands=dict(entry.commands))
 
 
-def _run_one(config_data: dict[str, Any], status: str,
-             registry: dict[str, list[Any]] | None = None, stem: bool = False) -> tuple[str, float]:
+def _run_one(config_data: dict[str, Any], status: str, registry: dict[str, list[Any]] | None = None,
+             stem: bool = False, verbose: bool = False) -> tuple[str, float]:
     """Worker: run or resume one config; returns (run dir, seconds). A ``stem`` (a shared round 0)
-    skips the test suite after its one round: its runs test their own last round."""
+    skips the test suite after its one round: its runs test their own last round. The engines'
+    logs go to the run's ``engine.log``; ``verbose`` shows them on the terminal too."""
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     _ensure_registered(registry)
     from curriculum.loop import run
@@ -797,7 +798,7 @@ def _run_one(config_data: dict[str, Any], status: str,
     # Whether the run is new is decided again under its lock: another compare on the same
     # --out may have started it since; leftovers without a config.yaml are cleared there.
     run(config, resume=path if status == "resume" else None, final_test=not stem,
-        claim=status != "resume")
+        claim=status != "resume", verbose=verbose)
     return str(path), time.perf_counter() - start
 
 
@@ -821,7 +822,7 @@ def _set_worker_threads(threads: int) -> None:
 
 
 def execute(configs: dict[tuple[str, int], RunConfig], jobs: int = 1,
-            progress: Any = None, stems_dir: Path | None = None) -> list[RunOutcome]:
+            progress: Any = None, stems_dir: Path | None = None, verbose: bool = False) -> list[RunOutcome]:
     """Run every config that is not complete yet, ``jobs`` at a time (``jobs=1``: in-process).
     With ``stems_dir``, new runs that can share round 0 start from one stem run per seed
     (``curriculum.stem``) kept there."""
@@ -840,8 +841,8 @@ def execute(configs: dict[tuple[str, int], RunConfig], jobs: int = 1,
     # Runs with no committed round yet may start from a stem (a cut comparison's too).
     unstarted = {k for k, s in todo if s == "new" or not RunDir(run_path(configs[k])).completed_rounds()}
     passes = _Passes(configs, plan_stems(configs, unstarted, stems_dir) if stems_dir else {}, outcomes, progress)
-    _run_all(passes.first(todo), jobs, passes.finish)
-    _run_all(passes.second(todo), jobs, passes.finish)
+    _run_all(passes.first(todo), jobs, passes.finish, verbose)
+    _run_all(passes.second(todo), jobs, passes.finish, verbose)
     return [outcomes[key] for key in configs]
 
 
@@ -905,21 +906,23 @@ class _Passes:
 
 
 def _run_all(items: list[tuple[Any, RunConfig, str, str]], jobs: int,
-             finish: Callable[[Any, str, Any, str | None], None]) -> None:
+             finish: Callable[[Any, str, Any, str | None], None], verbose: bool = False) -> None:
     """Run ``(key, config, run status, reported status)`` items, ``jobs`` at a time; ``finish(key,
     reported status, (path, seconds) or None, error or None)`` after each. A key that is a string
     names a stem (``_Passes``)."""
     if jobs <= 1 or len(items) <= 1:
         for key, config, status, reported in items:
             try:
-                finish(key, reported, _run_one(config.model_dump(mode="json"), status, None, isinstance(key, str)), None)
+                result = _run_one(config.model_dump(mode="json"), status, None, isinstance(key, str), verbose)
+                finish(key, reported, result, None)
             except Exception:  # noqa: BLE001 - one failed run must not sink the comparison
                 finish(key, reported, None, traceback.format_exc())
         return
     snapshot = _registry_snapshot()
     with _executor(min(jobs, len(items))) as pool:
         futures: dict[Future, tuple[Any, str]] = {
-            pool.submit(_run_one, config.model_dump(mode="json"), status, snapshot, isinstance(key, str)): (key, reported)
+            pool.submit(_run_one, config.model_dump(mode="json"), status, snapshot, isinstance(key, str),
+                        verbose): (key, reported)
             for key, config, status, reported in items
         }
         for future in as_completed(futures):
@@ -1292,10 +1295,12 @@ def load_compare_data(path: str | Path) -> dict[str, Any]:
     return data
 
 
-def compare(spec: CompareSpec, progress: Any = None, warn: Callable[[str], None] | None = None) -> CompareResult:
+def compare(spec: CompareSpec, progress: Any = None, warn: Callable[[str], None] | None = None,
+            verbose: bool = False) -> CompareResult:
     """Run (or reuse) every run of ``spec`` and write ``compare.json``, the table and the plots.
     The design's power shortfalls (``power_problems``) go to ``warn`` before anything runs, or
-    stop the comparison when its thresholds say ``refuse``."""
+    stop the comparison when its thresholds say ``refuse``. Each run's engine logs go to its
+    ``engine.log``; ``verbose`` shows them on the terminal too."""
     start = time.perf_counter()
     configs = run_configs(spec)
     shared = round0_problems(spec, configs)
@@ -1309,7 +1314,7 @@ def compare(spec: CompareSpec, progress: Any = None, warn: Callable[[str], None]
     out.mkdir(parents=True, exist_ok=True)
     share = spec.share_round0 and (spec.design is None or spec.design.round0 == "shared")
     outcomes = execute(configs, jobs=spec.jobs, progress=progress,
-                       stems_dir=out / "shared_round0" if share else None)
+                       stems_dir=out / "shared_round0" if share else None, verbose=verbose)
     summaries = {}
     for o in outcomes:
         path = o.path

@@ -23,6 +23,7 @@ from curriculum.core.metrics import MetricKey, parse_metrics
 from curriculum.core.records import RoundReport, suite_label
 from curriculum.core.terminal import terminal_safe
 from curriculum.core.types import EvalReport
+from curriculum.enginelog import LOG_NAME
 
 
 _SUMMARY_KEYS = ("train/mean_reward", "train/valid_rate", "train/steps", "train/seconds")
@@ -100,7 +101,8 @@ class RichReporter(QuietReporter):
     ``line_interval_s``: when the console is not a terminal, the least time between two
     progress lines of one stage. ``verbose``: print the whole resolved config at the start (by
     default a few lines name the model, plugins, rounds and run dir; the whole config is the run
-    dir's ``config.yaml``)."""
+    dir's ``config.yaml``), and let text the engines write to stderr while a bar is live show
+    above it (the run shows the engines' logs on the terminal then, ``curriculum.enginelog``)."""
 
     def __init__(self, console: Console | None = None, *, line_interval_s: float = 15.0,
                  verbose: bool = False) -> None:
@@ -125,7 +127,8 @@ class RichReporter(QuietReporter):
         else:
             for line in config_headline(text):
                 self.console.print(line, markup=False, highlight=False, soft_wrap=True)
-        self.console.print(f"run dir: [bold]{escape(run_dir)}[/] (the whole config: config.yaml there)")
+        self.console.print(f"run dir: [bold]{escape(run_dir)}[/] (the whole config: config.yaml there; the "
+                           f"engines' logs: {LOG_NAME})", highlight=False, soft_wrap=True)
 
     def round_start(self, index: int, total: int, proposal: dict[str, Any]) -> None:
         self.console.rule(f"round {index + 1}/{total}")
@@ -135,8 +138,10 @@ class RichReporter(QuietReporter):
         if not self.console.is_terminal:
             self._progress = _LineProgress(self.console, name, total, self._line_interval)
             return
+        # A quiet run's stderr is the engine log (``curriculum.enginelog``): the bar leaves it there.
         self._progress = Progress(TextColumn(f"[bold]{name:<10}"), BarColumn(), MofNCompleteColumn(),
-                                  TimeElapsedColumn(), console=self.console, transient=False)
+                                  TimeElapsedColumn(), console=self.console, transient=False,
+                                  redirect_stderr=self.verbose)
         self._progress.start()
         self._task = self._progress.add_task(name, total=total)
 
@@ -192,9 +197,50 @@ class RichReporter(QuietReporter):
                                               f"{_short(change.applied)} ({change.reason})"))
                 if len(report.design.changes) > 12:
                     self.console.print(f"  … {len(report.design.changes) - 12} more in design.json")
-            for key, value in report.design.diagnostics.items():
-                # Diagnostics may quote model text, which must never be read as rich markup.
-                self.console.print(f"  [dim]{key}[/]: {escape(_short(value))}")
+            if report.design.diagnostics:
+                self.console.print(diagnostics_table(report.design.diagnostics))
+
+
+DIAGNOSTIC_ROWS = 10
+"""At most this many of an engineer's diagnostics in a round summary; all are in ``design.json``."""
+_KEY_CHARS, _VALUE_CHARS = 28, 80
+
+
+def diagnostics_table(diagnostics: dict[str, Any], rows: int = DIAGNOSTIC_ROWS) -> Table:
+    """An engineer's per-round diagnostics in at most ``rows`` lines of a two-column table:
+    single readings (a count, a rate, a short text) first, then lists and mappings as compact
+    JSON, each key and value cut to one short line; a last line counts the ones left out (the
+    round's ``design.json`` keeps every one in full). Model text is shown, never read as markup."""
+    items = sorted(diagnostics.items(), key=lambda item: isinstance(item[1], (dict, list)))
+    table = Table(title="engineer diagnostics", title_justify="left", show_header=False, box=None,
+                  padding=(0, 1, 0, 2))
+    table.add_column("diagnostic", style="dim", no_wrap=True)
+    table.add_column("value", no_wrap=True)
+    shown = items if len(items) <= rows else items[:rows - 1]
+    for key, value in shown:
+        table.add_row(Text(_clip(key, _KEY_CHARS)), Text(_clip(_reading(value), _VALUE_CHARS)))
+    if len(shown) < len(items):
+        table.add_row(Text("…"), Text(f"{len(items) - len(shown)} more in the round's design.json"))
+    return table
+
+
+def _reading(value: Any) -> str:
+    """One diagnostic as one line: a text as it is, a number to four digits, anything else as
+    compact JSON."""
+    import json
+
+    if isinstance(value, str):
+        return value
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return json.dumps(value, separators=(", ", ": "), default=str)
+
+
+def _clip(text: str, limit: int) -> str:
+    """``text`` on one line (whitespace runs as one space, terminal controls shown), at most
+    ``limit`` characters."""
+    line = terminal_safe(" ".join(text.split()))
+    return line if len(line) <= limit else line[:limit - 1] + "…"
 
 
 def _is_rate(key: str) -> bool:

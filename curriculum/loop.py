@@ -38,6 +38,7 @@ from curriculum.console import QuietReporter
 from curriculum.core import distributed
 from curriculum.core.records import DesignRecord, RoundReport, suite_label
 from curriculum.core.types import EvalReport
+from curriculum.enginelog import engine_log
 from curriculum.evalcache import cached_eval, eval_key
 from curriculum.registry import ENGINEERS, TESTBEDS, TRAINERS
 from curriculum.rundir import RunDir, RunDirError, capture_rng, read_json, restore_rng, write_json
@@ -75,12 +76,14 @@ class RunResult:
 
 
 def run(config: RunConfig, *, resume: Path | None = None, reporter: QuietReporter | None = None,
-        final_test: bool = True, claim: bool = False) -> RunResult:
+        final_test: bool = True, claim: bool = False, verbose: bool = False) -> RunResult:
     """Run (or resume) a whole curriculum; returns the run dir and the full history.
     ``final_test=False`` leaves out the test suite after the last round when ``test_every_round``
     is off: for a shared round 0 (``curriculum.stem``), whose runs go on and test their own last
     round. ``claim`` (``compare``'s workers): start the run, or resume it if its directory holds
-    one already, decided under the run dir's lock (``RunDir.create``).
+    one already, decided under the run dir's lock (``RunDir.create``). The engines' own logs and
+    warnings go to the run dir's ``engine.log`` (``curriculum.enginelog``); ``verbose`` shows
+    them on the terminal too.
 
     Under ``accelerate launch`` every rank calls this; see ``curriculum.core.distributed`` for who
     does what.
@@ -99,10 +102,23 @@ def run(config: RunConfig, *, resume: Path | None = None, reporter: QuietReporte
     if error is not None:
         raise ConfigError(error)
     run_dir = opened or RunDir(path)
-    reporter.config(dump_config(config), str(run_dir.path))
-    for note in notes:
-        reporter.message(note)
+    try:
+        with engine_log(run_dir.path, verbose=verbose):
+            reporter.config(dump_config(config), str(run_dir.path))
+            for note in notes:
+                reporter.message(note)
+            history = _run_rounds(config, run_dir, reporter, final_test)
+    finally:
+        if opened is not None:
+            opened.unlock()
+    return RunResult(run_dir=run_dir.path, history=history)
 
+
+def _run_rounds(config: RunConfig, run_dir: RunDir, reporter: QuietReporter,
+                final_test: bool) -> list[RoundReport]:
+    """Build the plugins, restore or prepare the run, and run the rounds still to do; returns the
+    whole history. The plugins are closed however it ends."""
+    main = distributed.is_main()
     testbed = build_testbed(config)
     engineer = build_engineer(config, run_dir.path)
     trainer = build_trainer(config, testbed, run_dir.path)
@@ -121,9 +137,7 @@ def run(config: RunConfig, *, resume: Path | None = None, reporter: QuietReporte
         engineer.close()
         trainer.close()
         testbed.close()
-        if opened is not None:
-            opened.unlock()
-    return RunResult(run_dir=run_dir.path, history=history)
+    return history
 
 
 def _start(config: RunConfig, run_dir: RunDir, history: list[RoundReport], testbed: Testbed, engineer: Engineer,

@@ -5,6 +5,7 @@ Layout::
     RUN/
       config.yaml               resolved config (resume refuses a different one)
       metrics.jsonl             one JSON record per training log / round event
+      engine.log                the engines' own logs and warnings (``curriculum.enginelog``)
       baseline_eval.json        optional eval of the starting model (validation suite)
       baseline_test_eval.json   the same on the test suite (testbeds that have one)
       rounds/round_000/         one directory per *completed* round:

@@ -41,6 +41,30 @@ def test_round_summary_prints_model_text_verbatim():
     assert "[/INST] 3x3 is [/] easy" in out and "[bold] clipped" in out and "spade/regret_played" in out
 
 
+def test_engineer_diagnostics_print_as_a_short_table():
+    """A checkpoint-engineer-sized record (20+ readings, nested ones, model text over lines) takes
+    a few short lines; the rest is counted, not dumped (design.json keeps it whole)."""
+    diagnostics = {"status": "ok", "summary": "3x3 is mastered;\n6x6 needs waits. " * 20,
+                   "edits_proposed": {"buckets": [f"{n}x{n}" for n in range(3, 11)], "scope": "global"},
+                   "a_rather_long_diagnostic_name_that_goes_on_and_on": 3}
+    diagnostics |= {f"reading_{i}": i / 7 for i in range(20)}
+    design = DesignRecord(engineer="x", design=Design(raw={}), projected={"sizes": {}}, changes=[],
+                          diagnostics=diagnostics)
+    report = RoundReport(round=0, proposal={}, train_metrics={}, eval=EvalReport(score=0.0, metrics={}),
+                         design=design)
+    console = Console(file=io.StringIO(), width=200, color_system=None)
+    RichReporter(console).round_end(report)
+    out = console.file.getvalue()
+    table = out[out.index("engineer diagnostics"):].rstrip().splitlines()
+    assert len(table) <= 11, table  # the title and at most ten rows
+    assert all(len(line) <= 120 for line in table), max(table, key=len)
+    assert "6x6 needs waits" in out and "…" in out
+    assert "a_rather_long_diagnostic" in out and "goes_on_and_on" not in out  # a key cut short
+    assert "0.1429" in out and "0.14285" not in out
+    assert f"{len(diagnostics) - 9} more in the round's design.json" in out
+    assert out.index("status") < out.index("reading_0")  # single readings before nested ones
+
+
 def test_non_parametric_proposals_are_summarised_not_dumped():
     from curriculum.console import proposal_table
 
