@@ -352,6 +352,8 @@ def _one_round(config: RunConfig, index: int, proposal: Any, history: list[Round
         run_dir.log({"round": index, "event": "round_committed", **scores, **train_metrics})
         if config.keep_checkpoints is not None:
             run_dir.prune_checkpoints(config.keep_checkpoints)
+        if index + 1 >= config.rounds and not config.keep_final_optimizer_state:
+            trainer.drop_resume_state(run_dir.round_dir(index) / "checkpoint")
     distributed.barrier()
     if report is None:  # non-main ranks read the committed record, so hooks see the same round
         report = run_dir.load_round(index)

@@ -79,6 +79,7 @@ def plan_stems(configs: dict[tuple[str, int], RunConfig], new: set[tuple[str, in
         if len(members) < 2 and not (Path(stems_dir) / name / "config.yaml").is_file():
             continue  # alone, and no stem from an earlier (cut) comparison to start from
         config = validate_config({**first.model_dump(mode="json"), "rounds": 1, "run_name": name,
+                                  "keep_final_optimizer_state": True,
                                   "output_dir": str(Path(stems_dir).resolve())}, source=f"stem {name}")
         stems[name] = Stem(config=_saved_or(config), members=members)
     return stems

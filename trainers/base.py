@@ -118,6 +118,11 @@ class Trainer(ABC):
     def save(self, directory: Path) -> None:
         """Write everything needed to continue training from here into ``directory``."""
 
+    def drop_resume_state(self, directory: Path) -> None:
+        """Delete from the checkpoint ``save`` wrote into ``directory`` what only continuing
+        training needs (optimizer moments), keeping the weights (``keep_final_optimizer_state``);
+        ``setup`` from it then starts a fresh optimizer. Default: nothing to drop."""
+
     def weights_digest(self) -> str | None:
         """A hash of this process's weights (multi-process runs check that ranks agree)."""
         return None

@@ -351,6 +351,9 @@ class GRPOTrainerAdapter(Trainer):
         if self.optimizer is not None:
             torch.save(self.optimizer.state_dict(), directory / "optimizer.pt")
 
+    def drop_resume_state(self, directory: Path) -> None:
+        (directory / "optimizer.pt").unlink(missing_ok=True)
+
     def weights_digest(self) -> str:
         import hashlib
 

@@ -50,3 +50,19 @@ def test_retention_does_not_change_results_and_resume_is_exact(tiny_model_dir, t
     assert [r.train_metrics["train/loss"] for r in resumed.history] == \
         [r.train_metrics["train/loss"] for r in kept_all.history]
     assert [i for i in range(3) if RunDir.open(run_path).checkpoint(i) is not None] == [2]
+
+
+def test_a_finished_run_can_drop_its_optimizer_state_and_still_evaluates(tiny_model_dir, tmp_path):
+    """``keep_final_optimizer_state: false`` deletes the last round's AdamW moments once it is
+    committed (not before: a resume needs them), keeps the weights; the default keeps them."""
+    kept = run(load_config(None, tiny_overrides(tiny_model_dir, tmp_path / "kept", rounds=2)))
+    dropped = run(load_config(None, tiny_overrides(tiny_model_dir, tmp_path / "dropped", rounds=2,
+                                                   keep_final_optimizer_state="false")))
+    for result, final_state in ((kept, True), (dropped, False)):
+        rounds = RunDir.open(result.run_dir)
+        assert (rounds.round_dir(0) / "checkpoint" / "optimizer.pt").is_file()  # not the last round
+        assert (rounds.round_dir(1) / "checkpoint" / "optimizer.pt").is_file() is final_state
+        assert (rounds.round_dir(1) / "checkpoint" / "model" / "config.json").is_file()
+    # Same training either way: dropping happens after the last round is committed.
+    assert dropped.history[-1].eval.score == kept.history[-1].eval.score
+    assert evaluate_run(dropped.run_dir).score == evaluate_run(kept.run_dir).score
