@@ -231,9 +231,7 @@ def doctor(run_dir: Annotated[Path, typer.Argument(help="A run directory.")]) ->
 def _mount_subapps() -> None:
     """Each plugin's sub-commands, as its registry entry declares them (``curriculum.core.commands``),
     then the controller's own top-level commands that live next to their library code."""
-    import importlib
-    import importlib.util
-
+    from curriculum import cli_bench
     from curriculum.core.commands import CommandHost
     from curriculum.registry import load_commands, mounted_commands
 
@@ -241,9 +239,7 @@ def _mount_subapps() -> None:
     for name, entry, target in mounted_commands():
         app.add_typer(load_commands(entry, target)(host), name=name)
     # Top-level commands that live next to their library code (compare, report).
-    for module in ("curriculum.cli_bench",):
-        if importlib.util.find_spec(module) is not None:
-            importlib.import_module(module).register(app)
+    cli_bench.register(app, console, _fail)
 
 
 def _run_history(run_dir: Path) -> list:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+from rich.console import Console
 from rich.markup import escape
 
 from curriculum.registry import ENGINEERS, TESTBEDS, TRAINERS
@@ -15,9 +17,9 @@ COMPARE_EXAMPLE = ("Example: curriculum compare --engineers random,fixed,optuna 
 REPORT_EXAMPLE = "Example: curriculum report runs/compare-sim/runs/optuna-seed0"
 
 
-def register(app: typer.Typer) -> None:
-    """Add the ``compare`` and ``report`` commands to the main app."""
-    from curriculum.cli import _fail, console
+def register(app: typer.Typer, console: Console, fail: Callable[[str], None]) -> None:
+    """Add the ``compare`` and ``report`` commands to the main app ``app`` (``curriculum.cli``), which
+    lends its ``console`` and ``fail`` (print a refusal, exit 2): this module never imports it."""
 
     @app.command(epilog=COMPARE_EXAMPLE)
     def compare(
@@ -69,20 +71,20 @@ def register(app: typer.Typer) -> None:
         from curriculum.registry import UnknownName
 
         if reanalyse and report is None:
-            _fail("--reanalyse rewrites a finished comparison: name it with --report DIR")
+            fail("--reanalyse rewrites a finished comparison: name it with --report DIR")
         if report is not None:
             try:
                 data = redo(report) if reanalyse else load_compare_data(report)
             except (FileNotFoundError, ValueError, ConfigError) as err:
-                _fail(str(err))
+                fail(str(err))
             console.print(table_text_of(data), markup=False, highlight=False, soft_wrap=True, end="")
             return
         try:
             declared = load_design(design) if design is not None else None
         except ConfigError as err:
-            _fail(str(err))
+            fail(str(err))
         if engineers is None and declared is None:
-            _fail("--engineers is required without --design")
+            fail("--engineers is required without --design")
         names = ([e.strip() for e in engineers.split(",") if e.strip()] if engineers is not None
                  else list(declared.arms))
         try:
@@ -91,16 +93,16 @@ def register(app: typer.Typer) -> None:
                                overrides=list(set_), jobs=jobs, first_seed=first_seed,
                                share_round0=share_round0, design=declared)
         except ConfigError as err:
-            _fail(str(err))
+            fail(str(err))
         if dry_run:
             try:
                 text = design_text(design_summary(spec, run_configs(spec), pilot_variance(list(pilot))))
             except (ConfigError, UnknownName) as err:
-                _fail(str(err))
+                fail(str(err))
             console.print(text, markup=False, highlight=False, soft_wrap=True)
             return
         if pilot:
-            _fail("--pilot sizes the MDE of --dry-run only")
+            fail("--pilot sizes the MDE of --dry-run only")
 
         def progress(outcome) -> None:
             extra = f" in {outcome.seconds:.1f}s" if outcome.seconds else ""
@@ -113,7 +115,7 @@ def register(app: typer.Typer) -> None:
                                  warn=lambda m: console.print(f"[yellow]under-powered[/]: {escape(m)}",
                                                               highlight=False, soft_wrap=True))
         except (ConfigError, UnknownName) as err:
-            _fail(str(err))
+            fail(str(err))
         console.print(results_table(result.data))
         console.print(f"wrote {out / 'compare.json'}, {out / 'table.txt'} and plots:")
         for path in result.plots:
@@ -132,6 +134,6 @@ def register(app: typer.Typer) -> None:
         try:
             paths = report_run(run_dir)
         except (ConfigError, FileNotFoundError) as err:
-            _fail(str(err))
+            fail(str(err))
         for path in paths:
             console.print(str(path), highlight=False, soft_wrap=True)

@@ -1,14 +1,17 @@
 """The one place where testbeds, engineers and trainers are found by name.
 
 **A plugin registers itself.** A plugin of this repository is a class in one of the packages
-``testbeds``, ``engineers`` or ``trainers`` (``PACKAGES``) that sets ``config_class`` in its body;
-the registry finds it by walking the package (``in_tree``), so adding one touches only its own
-file or folder. **Its name is written once**, as its config's ``name: Literal["mine"]``
-(``curriculum.core.config.PluginConfig`` fills the default from it). A plugin package from
-elsewhere registers by an entry point (``[project.entry-points."curriculum.engineers"]`` in its
-own ``pyproject.toml``; groups ``curriculum.testbeds``, ``curriculum.engineers``,
-``curriculum.trainers``) naming its class, and there **the entry point's name is the plugin's
-name**. The class declares the rest on itself (``CLASS_DECLARATIONS``):
+``testbeds``, ``engineers`` or ``trainers`` (``PACKAGES``) that subclasses the kind's base and sets
+``config_class`` in its body, in a plugin module: a top-level module of the package, or the
+module named after the kind in a sub-package (``testbeds/mapf_frozenlake/testbed.py``,
+``PLUGIN_MODULE``). The registry imports those modules and keeps the classes that are plugins
+(``in_tree``), so adding one touches only its own file or folder. **Its name is written once**,
+as its config's ``name: Literal["mine"]`` (``curriculum.core.config.PluginConfig`` fills the
+default from it). A plugin package from elsewhere registers by an entry point
+(``[project.entry-points."curriculum.engineers"]`` in its own ``pyproject.toml``; groups
+``curriculum.testbeds``, ``curriculum.engineers``, ``curriculum.trainers``) naming its class,
+and there **the entry point's name is the plugin's name**. The class declares the rest on
+itself (``CLASS_DECLARATIONS``):
 
 * ``config_class``: its pydantic config (the section users write in YAML);
 * what it **fits**, as data: a testbed its task ``task_kinds`` (its ``offers`` is its
@@ -24,12 +27,12 @@ name**. The class declares the rest on itself (``CLASS_DECLARATIONS``):
       [project.entry-points."curriculum.engineers"]
       mine = "my_pkg.engineer:Mine"
 
-Discovery imports each plugin's module (only modules whose source says ``config_class``; never
-torch: plugin modules import their heavy dependencies where they use them), so ``curriculum list``, config validation and the fit checks
-stay light. An entry point may instead name a **mapping** of ``register`` arguments in a light
-module, e.g. ``ENGINEER = {"target": "my_pkg.engineer:Mine", "config": "my_pkg.engineer:MineConfig",
-"description": "...", "fits": ["buckets"]}`` for ``mine = "my_pkg.plugin:ENGINEER"``; ``register``
-adds one at run time (tests).
+Discovery imports the plugin modules and nothing else of the packages (never torch: plugin
+modules import their heavy dependencies where they use them), so ``curriculum list``, config
+validation and the fit checks stay light. An entry point may instead name a **mapping** of
+``register`` arguments in a light module, e.g. ``ENGINEER = {"target": "my_pkg.engineer:Mine",
+"config": "my_pkg.engineer:MineConfig", "description": "...", "fits": ["buckets"]}`` for
+``mine = "my_pkg.plugin:ENGINEER"``; ``register`` adds one at run time (tests).
 
 Order: the shipped plugins (found in the packages) first, by name, then each other
 distribution's entry points, by distribution and name; a shipped name wins over another
@@ -39,8 +42,8 @@ names no engineer gets ``DEFAULT_ENGINEER``, no testbed the first that fits, no 
 testbed's ``default_trainer`` or else the first that fits and is ``chosen_by_default``
 (``resolve_names``). Plugins that ``register`` adds come after the entry points. An entry point
 that cannot be loaded or declares too little is a ``PluginError`` naming it, its distribution and
-the fix; so are two classes in the packages that claim one name, and finding no plugin of a
-kind at all.
+the fix; so are a plugin module that cannot be imported, two classes in the packages that claim
+one name, and finding no plugin of a kind at all.
 
 ``check_fit(engineer, testbed, trainer)`` refuses an incompatible combination at config time,
 naming both sides and the plugins that would fit. ``Entry.load`` checks the class at first use
@@ -54,7 +57,6 @@ from __future__ import annotations
 
 import difflib
 import importlib
-import importlib.util
 import inspect
 import pkgutil
 import typing
@@ -143,6 +145,12 @@ _BASES = {"testbed": "testbeds.base:Testbed", "engineer": "engineers.base:Engine
           "trainer": "trainers.base:Trainer"}
 
 
+def _base(kind: str) -> type:
+    """The base class every plugin of ``kind`` subclasses."""
+    module, _, attr = _BASES[kind].partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
 def check_class(entry: Entry, cls: Any) -> None:
     """Static conformance of a plugin class (module docstring); PluginError on the first problem."""
     where = f"{entry.kind} {entry.name!r} ({entry.target})"
@@ -186,29 +194,49 @@ PACKAGES = {"testbed": "testbeds", "engineer": "engineers", "trainer": "trainers
 """Kind → the package of this repository whose modules are searched for plugin classes."""
 
 
-def in_tree(kind: str) -> list[tuple[str, type]]:
-    """(name, class) of every plugin class in ``PACKAGES[kind]``, by name: a concrete subclass of the
-    kind's base that sets ``config_class`` in its own body, in a module whose source says
-    ``config_class`` (only those are imported, so modules without a plugin, which may import
-    torch, stay unloaded).
-    Its name is its config's (``config_name``). PluginError for two classes that claim one name."""
+PLUGIN_MODULE = {"testbed": "testbed", "engineer": "engineer", "trainer": "trainer"}
+"""Kind → the module of a sub-package that holds its plugin (``testbeds/mapf_frozenlake/testbed.py``,
+``trainers/small/trainer.py``); a plugin of one file is a top-level module of the package."""
+
+
+def plugin_modules(kind: str) -> list[str]:
+    """The modules of ``PACKAGES[kind]`` that may hold a plugin, without importing any: every
+    top-level module, and the ``PLUGIN_MODULE[kind]`` module of every sub-package (a sub-package
+    without one, e.g. ``testbeds/sandbox``, holds no plugin and stays unloaded)."""
     package = importlib.import_module(PACKAGES[kind])
-    module_name, _, base_name = _BASES[kind].partition(":")
-    base = getattr(importlib.import_module(module_name), base_name)
-    found: dict[str, type] = {}
-    for info in pkgutil.walk_packages(package.__path__, f"{package.__name__}."):
-        spec = None if info.ispkg else importlib.util.find_spec(info.name)
-        if spec is None or not spec.origin or "config_class" not in Path(spec.origin).read_text(encoding="utf-8"):
+    names = []
+    for info in pkgutil.iter_modules(package.__path__):
+        if not info.ispkg:
+            names.append(f"{package.__name__}.{info.name}")
             continue
-        module = importlib.import_module(info.name)
+        folder = Path(getattr(info.module_finder, "path", "")) / info.name
+        if any(sub.name == PLUGIN_MODULE[kind] for sub in pkgutil.iter_modules([str(folder)])):
+            names.append(f"{package.__name__}.{info.name}.{PLUGIN_MODULE[kind]}")
+    return sorted(names)
+
+
+def in_tree(kind: str) -> list[tuple[str, type]]:
+    """(name, class) of every plugin class in ``PACKAGES[kind]``, by name. The plugin modules
+    (``plugin_modules``) are imported, and a plugin is what it is: a concrete subclass of the
+    kind's base, defined in one of them, that sets ``config_class`` in its own body (a subclass
+    that inherits it is not another plugin). Its name is its config's (``config_name``).
+    PluginError for a plugin module that cannot be imported and for two classes that claim one name."""
+    base = _base(kind)
+    found: dict[str, type] = {}
+    for module_name in plugin_modules(kind):
+        try:
+            module = importlib.import_module(module_name)
+        except Exception as err:  # noqa: BLE001 - a broken module must be named, not hide the others
+            raise PluginError(f"{kind} module {module_name} cannot be imported: {type(err).__name__}: {err}") from err
         for cls in vars(module).values():
-            if (inspect.isclass(cls) and cls.__module__ == module.__name__ and issubclass(cls, base)
+            if not (inspect.isclass(cls) and cls.__module__ == module_name and issubclass(cls, base)
                     and "config_class" in vars(cls) and not inspect.isabstract(cls)):
-                name = config_name(cls.config_class, f"{kind} class {_path(cls)}")
-                if name in found:
-                    raise PluginError(f"{kind} {name!r} is claimed by {_path(found[name])} and by {_path(cls)}; "
-                                      "rename one config's name")
-                found[name] = cls
+                continue
+            name = config_name(cls.config_class, f"{kind} class {_path(cls)}")
+            if name in found:
+                raise PluginError(f"{kind} {name!r} is claimed by {_path(found[name])} and by {_path(cls)}; "
+                                  "rename one config's name")
+            found[name] = cls
     return sorted(found.items())
 
 

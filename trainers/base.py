@@ -2,7 +2,12 @@
 
 A trainer owns the policy's weights (and optimizer). The controller calls, per round:
 ``train_round(tasks, ...)`` → ``policy()`` for evaluation and engineers → ``save(dir)``.
-``load(dir)`` restores a saved round on resume.
+``setup(dir)`` restores a saved round on resume.
+
+A trainer receives the run configuration typed as the kernel's ``RunSettings`` (what it may read of
+the controller's ``RunConfig``) and reads its own section through its own config class:
+``class MineTrainer(Trainer[MineConfig])`` makes ``self.config`` a ``MineConfig``. Every
+registered trainer passes the contract suite ``tests/contracts/test_trainers.py``.
 """
 
 from __future__ import annotations
@@ -10,7 +15,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel
 
@@ -18,6 +23,7 @@ from curriculum.core import distributed
 from curriculum.core.budget import TrainingBudget
 from curriculum.core.policy import ModelConfig
 from curriculum.core.pool import EnvOutcome
+from curriculum.core.run import RunSettings
 from curriculum.core.sizing import PlanTarget
 from curriculum.core.types import Policy, Task
 
@@ -26,8 +32,11 @@ from testbeds.base import Testbed
 LogFn = Callable[[dict[str, Any]], None]
 """Receives one metrics record (already tagged with its step) per training log event."""
 
+ConfigT = TypeVar("ConfigT", bound=BaseModel)
+"""A trainer's own config class (its ``config_class``): what ``self.config`` is."""
 
-class Trainer(ABC):
+
+class Trainer(ABC, Generic[ConfigT]):
     """Base class for learners (GRPO through TRL, or a simulated learner)."""
 
     writes_text: ClassVar[bool] = True
@@ -41,6 +50,9 @@ class Trainer(ABC):
     trains_on: ClassVar[str]
     """The task kind it needs (``curriculum.core.spaces.TASK_KINDS``); testbeds whose tasks are of
     that kind fit."""
+    trains: ClassVar[bool] = True
+    """Whether ``train_round`` trains; ``False``: it only evaluates (``policy()`` is fixed, the run
+    must have ``rounds: 0`` and ``train_round`` refuses), as the endpoint trainer."""
     chosen_by_default: ClassVar[bool] = True
     """Whether a run that names no trainer may get this one when its testbed's ``default_trainer``
     does not apply (the first registered such trainer that fits); ``False``: only when named."""
@@ -52,23 +64,26 @@ class Trainer(ABC):
     typer.Typer`` (``curriculum.core.commands``), mounted as ``curriculum NAME``; read from this
     class only, never inherited."""
 
-    def __init__(self, run_config: Any, testbed: Testbed, run_dir: Path | None = None) -> None:
+    def __init__(self, run_config: RunSettings, testbed: Testbed, run_dir: Path | None = None) -> None:
         self.run_config = run_config
-        self.config = run_config.trainer
+        self.config: ConfigT = run_config.trainer  # type: ignore[assignment]  # its config_class (registry)
+        if not self.trains and run_config.rounds != 0:
+            raise ValueError(f"the {self.name} trainer only evaluates: set rounds: 0 (got {run_config.rounds})")
+        refuse_misfit(self, testbed)
         self.testbed = testbed
         self.run_dir = run_dir
         """Where metric sinks (TensorBoard) may write; ``None`` for throw-away evaluations."""
 
     # -- what a run will cost, from the config alone (``--dry-run``; nothing loaded) ------------------
     @classmethod
-    def training_budget(cls, run_config: Any) -> TrainingBudget:
+    def training_budget(cls, run_config: RunSettings) -> TrainingBudget:
         """One round's rollouts and training, the warm start and the evals before round 0 of
         ``run_config`` (the run configuration, its ``trainer`` section this trainer's), in tokens:
         ``--dry-run``'s wall-time estimate. Default: no model trained (a fixed time per round)."""
         return TrainingBudget()
 
     @classmethod
-    def plan_lines(cls, run_config: Any, target: PlanTarget) -> list[str]:
+    def plan_lines(cls, run_config: RunSettings, target: PlanTarget) -> list[str]:
         """``--dry-run``'s plan lines of this trainer on ``target`` (strategy and GPU): its per-round
         budget, memory per GPU, whether it fits. Default: none."""
         return []
@@ -151,3 +166,20 @@ class Trainer(ABC):
 
     def close(self) -> None:
         """Free memory and engines."""
+
+
+def refuse_misfit(trainer: Trainer[Any], testbed: Testbed | None) -> None:
+    """ValueError when ``testbed`` samples no task of the kind ``trainer`` trains on (its
+    ``trains_on`` is not among the testbed's ``task_kinds``), naming both; a run refuses such a
+    pair at config time already (``curriculum.registry.check_fit``), this is for code that builds
+    a trainer itself. ``None`` (a trainer built without a testbed, in tests) and a testbed that
+    declares no task kinds pass."""
+    kinds = getattr(testbed, "task_kinds", None)
+    wanted = getattr(trainer, "trains_on", None)
+    if testbed is None or kinds is None or wanted is None:
+        return
+    kinds = (kinds,) if isinstance(kinds, str) else tuple(kinds)
+    if wanted not in kinds:
+        testbed_name = getattr(getattr(testbed, "config", None), "name", None) or type(testbed).__name__
+        raise ValueError(f"trainer {trainer.name!r} trains on {wanted} tasks, which testbed {testbed_name!r} does "
+                         f"not sample (its tasks: {', '.join(kinds)}): this trainer does not fit this testbed")

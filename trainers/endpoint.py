@@ -21,6 +21,7 @@ from pydantic import Field
 from curriculum.core.config import PluginConfig
 from curriculum.core.types import Policy, Task
 from curriculum.core.endpoint import EndpointConfig
+from curriculum.core.run import RunSettings
 from testbeds.base import Testbed
 from trainers.base import LogFn, Trainer
 
@@ -34,18 +35,17 @@ class EndpointTrainerConfig(PluginConfig):
     """Where the evaluated model answers (URL, model name, key variable, timeouts, retries)."""
 
 
-class EndpointTrainer(Trainer):
+class EndpointTrainer(Trainer[EndpointTrainerConfig]):
     """The policy is the endpoint; there is nothing to train or save but a note of what was asked."""
 
     config_class = EndpointTrainerConfig
     trains_on = "prompt"
+    trains = False  # it only evaluates: the run has rounds: 0, checked when the trainer is built
     chosen_by_default = False  # it only evaluates (rounds: 0): never a run's default
     description = "An external model behind an OpenAI-compatible endpoint, evaluated only (rounds: 0)."
 
-    def __init__(self, run_config: Any, testbed: Testbed, run_dir: Path | None = None) -> None:
+    def __init__(self, run_config: RunSettings, testbed: Testbed, run_dir: Path | None = None) -> None:
         super().__init__(run_config, testbed, run_dir)
-        if run_config.rounds != 0:
-            raise ValueError(f"the endpoint trainer only evaluates: set rounds: 0 (got {run_config.rounds})")
         self._policy: Policy | None = None
 
     def setup(self, checkpoint: Path | None) -> None:

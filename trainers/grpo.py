@@ -34,6 +34,7 @@ from pydantic import Field, model_validator
 from curriculum.core import distributed
 from curriculum.core.budget import TrainingBudget
 from curriculum.core.config import PluginConfig
+from curriculum.core.run import RunSettings
 from curriculum.core.sizing import PlanTarget
 from curriculum.core.types import Completion, Policy, Task
 from testbeds.base import Testbed
@@ -220,7 +221,7 @@ def _completion_text(completion: Any) -> str:
     return str(completion)
 
 
-class GRPOTrainerAdapter(Trainer):
+class GRPOTrainerAdapter(Trainer[GRPOConfig]):
     """Runs one ``trl.GRPOTrainer`` per round over a model that persists across rounds."""
 
     config_class = GRPOConfig
@@ -228,18 +229,18 @@ class GRPOTrainerAdapter(Trainer):
     description = "GRPO through TRL's GRPOTrainer (transformers generation on CPU, vLLM on GPU)."
 
     @classmethod
-    def training_budget(cls, run_config: Any) -> TrainingBudget:
+    def training_budget(cls, run_config: RunSettings) -> TrainingBudget:
         from trainers.plan import grpo_budget
 
         return grpo_budget(run_config)
 
     @classmethod
-    def plan_lines(cls, run_config: Any, target: PlanTarget) -> list[str]:
+    def plan_lines(cls, run_config: RunSettings, target: PlanTarget) -> list[str]:
         from trainers.plan import grpo_plan_lines
 
         return grpo_plan_lines(run_config, target)
 
-    def __init__(self, run_config: Any, testbed: Testbed, run_dir: Path | None = None) -> None:
+    def __init__(self, run_config: RunSettings, testbed: Testbed, run_dir: Path | None = None) -> None:
         super().__init__(run_config, testbed, run_dir)
         # TRL needs an output dir but we save nothing through it: a private scratch dir per
         # process keeps the run dir written by the main process only.

@@ -52,6 +52,7 @@ model. Everything is deterministic given the seeds; ``save`` writes the state as
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import zlib
@@ -63,6 +64,7 @@ import numpy as np
 from pydantic import Field
 
 from curriculum.core.config import PluginConfig
+from curriculum.core.run import RunSettings
 from curriculum.core.types import Completion, Task
 from testbeds.base import Testbed
 from testbeds.buckets import groups_of, space_of
@@ -352,7 +354,7 @@ class SimulatedPolicy:
         return out
 
 
-class SimulatedTrainer(Trainer):
+class SimulatedTrainer(Trainer[SimulatedConfig]):
     """A simulated learner with the dynamics of the module docstring (not a model)."""
 
     writes_text = False  # simulated answers to its tasks, no text
@@ -361,10 +363,8 @@ class SimulatedTrainer(Trainer):
     trains_on = "bucketed"
     description = "A documented parametric learning-dynamics simulation (not a model) for fast benchmarks."
 
-    def __init__(self, run_config: Any, testbed: Testbed, run_dir: Path | None = None) -> None:
-        super().__init__(run_config, testbed)
-        self.run_dir = run_dir
-        self.config: SimulatedConfig = run_config.trainer
+    def __init__(self, run_config: RunSettings, testbed: Testbed, run_dir: Path | None = None) -> None:
+        super().__init__(run_config, testbed, run_dir)
         self.layout = layout_of(testbed)
         self.competence: dict[str, float] = {}
         self.policy_seed = 0
@@ -439,6 +439,12 @@ class SimulatedTrainer(Trainer):
             "competence": self.competence, "policy_seed": self.policy_seed,
             "rounds_trained": self.rounds_trained, "simulated": True,
         }, indent=2) + "\n")
+
+    def weights_digest(self) -> str:
+        """What weights are to a model: a hash of the state ``save`` writes (competences, policy seed,
+        rounds trained)."""
+        state = {"competence": self.competence, "policy_seed": self.policy_seed, "rounds_trained": self.rounds_trained}
+        return hashlib.sha256(json.dumps(state, sort_keys=True).encode()).hexdigest()[:16]
 
     def run_info(self) -> dict[str, Any]:
         return {"trainer": self.name, "simulated": True, "rounds_trained": self.rounds_trained,

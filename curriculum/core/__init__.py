@@ -17,6 +17,8 @@ Modules:
   ``ConfigError`` and ``format_errors`` (a user's config, refused readably);
 * ``policy`` — the run's ``model`` and ``generation`` settings, what a model name means, which
   engine decodes;
+* ``run`` — ``RunSettings``: what a trainer reads of the run configuration (the controller's
+  ``RunConfig`` satisfies it);
 * ``budget``, ``sizing`` — what ``--dry-run`` asks a plugin (``Trainer.training_budget``,
   ``Trainer.plan_lines``): token ``Work``, ``TrainingBudget``; GPUs, model shapes, strategies,
   memory per GPU, ``PlanTarget``;

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import textwrap
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -108,8 +110,10 @@ def test_a_misfit_is_refused_at_config_time_naming_both_and_what_fits():
         load_config(None, ["engineer.name=frontier", "testbed.name=spade_pool"])
     text = str(err.value)
     assert "engineer 'frontier'" in text and "testbed 'spade_pool'" in text
-    assert "Engineers for spade_pool: fixed, random, schedule, spade" in text and "testbeds for frontier: mapf_frozenlake" in text
-    with pytest.raises(ConfigError, match="trainer 'grpo' .* does not fit testbed 'spade_pool'.*Trainers for spade_pool: selfplay"):
+    assert f"Engineers for spade_pool: {', '.join(reg.engineers_for('spade_pool'))}" in text
+    assert f"testbeds for frontier: {', '.join(reg.testbeds_for('frontier'))}" in text
+    with pytest.raises(ConfigError, match=f"trainer 'grpo' .* does not fit testbed 'spade_pool'.*Trainers for spade_pool: "
+                                          f"{', '.join(reg.trainers_for('spade_pool'))}"):
         load_config(None, ["engineer.name=spade", "trainer.name=grpo"])
 
 
@@ -122,23 +126,36 @@ def test_missing_plugins_resolve_to_what_fits():
     assert (config.testbed.name, config.trainer.name) == ("spade_pool", "selfplay")
 
 
+def declaring_classes(package: str) -> set[str]:
+    """``module:Class`` of every class statement anywhere under the package's folder that assigns
+    ``config_class`` in its body: read from the files, independently of how the registry finds plugins."""
+    root = Path(reg.__file__).resolve().parents[1]
+    out = set()
+    for file in sorted((root / package).rglob("*.py")):
+        parts = file.relative_to(root).with_suffix("").parts
+        module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        for node in ast.walk(ast.parse(file.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef) and any(
+                    isinstance(stmt, ast.Assign) and any(getattr(t, "id", None) == "config_class" for t in stmt.targets)
+                    or isinstance(stmt, ast.AnnAssign) and stmt.value is not None
+                    and getattr(stmt.target, "id", None) == "config_class" for stmt in node.body):
+                out.add(f"{module}:{node.name}")
+    return out
+
+
 def test_shipped_plugins_are_the_plugin_classes_in_the_packages_named_by_their_config():
     for registry in (TESTBEDS, ENGINEERS, TRAINERS):
         found = reg.in_tree(registry.kind)
+        assert found, f"no {registry.kind} found in {reg.PACKAGES[registry.kind]}"
+        assert {reg._path(cls) for _, cls in found} == declaring_classes(reg.PACKAGES[registry.kind])
         assert registry.shipped() == [name for name, _ in found] == sorted(registry.shipped())
         assert registry.names()[:len(found)] == registry.shipped()
         for name, cls in found:
             entry = registry.get(name)
             assert (entry.source, entry.target) == (reg.DISTRIBUTION, reg._path(cls))
             assert entry.config == reg._path(cls.config_class) and cls.config_class().name == name
-    assert reg.shipped() == {
-        "testbed": ("mapf_frozenlake", "reasoning_gym", "spade_pool"),
-        "engineer": ("checkpoint", "fixed", "frontier", "learnability", "optuna", "plr", "random", "rlve", "schedule", "spade"),
-        "trainer": ("endpoint", "grpo", "selfplay", "simulated", "small")}
-    assert {e.name: dict(e.commands) for r in (TESTBEDS, ENGINEERS) for e in r.entries() if e.commands} == {
-        "mapf_frozenlake": {"mapf": "testbeds.mapf_frozenlake.cli:commands"},
-        "spade_pool": {"sandbox": "testbeds.spade.cli_sandbox:commands"},
-        "spade": {"spade": "engineers.spade.cli:commands"}}
+            assert dict(entry.commands) == dict(vars(cls).get("commands") or {})
+    assert reg.shipped() == {r.kind: tuple(name for name, _ in reg.in_tree(r.kind)) for r in (TESTBEDS, ENGINEERS, TRAINERS)}
 
 
 IN_TREE = textwrap.dedent('''
@@ -173,13 +190,15 @@ def drop_in(tmp_path, monkeypatch):
     folder.mkdir()
     monkeypatch.setattr(engineers, "__path__", [*engineers.__path__, str(folder)])
     yield folder
-    for module in [m for m in sys.modules if m.startswith("engineers.drift")]:
+    for module in [m for m in sys.modules if m.startswith(("engineers.drift", "engineers.wander"))]:
         del sys.modules[module]
 
 
 def test_an_in_tree_plugin_is_one_file_found_by_the_registry_with_no_other_change(drop_in, tmp_path):
     (drop_in / "drift.py").write_text(IN_TREE)
-    (drop_in / "drift_helpers.py").write_text("raise RuntimeError('a module without a plugin is not imported')\n")
+    tools = drop_in / "drift_tools"  # a sub-package without an ``engineer`` module holds no plugin
+    tools.mkdir()
+    (tools / "__init__.py").write_text("raise RuntimeError('a sub-package without a plugin is not imported')\n")
     registry = Registry("engineer")
     assert "drift" in registry.shipped() and registry.names() == sorted(registry.names())
     entry = registry.get("drift")
@@ -188,6 +207,33 @@ def test_an_in_tree_plugin_is_one_file_found_by_the_registry_with_no_other_chang
     cls = entry.load()
     assert entry.load_config()().model_dump() == {"name": "drift", "step": 0.1}
     assert cls(entry.load_config()(step=0.2)).name == "drift"
+
+
+def test_an_in_tree_plugin_of_several_files_is_a_sub_package_with_an_engineer_module(drop_in):
+    folder = drop_in / "wander"
+    folder.mkdir()
+    (folder / "__init__.py").write_text('"""A plugin of several files."""\n')
+    (folder / "engineer.py").write_text(IN_TREE.replace('"drift"', '"wander"').replace("Drift", "Wander"))
+    (folder / "helpers.py").write_text("raise RuntimeError('only the engineer module is imported')\n")
+    assert "engineers.wander.engineer" in reg.plugin_modules("engineer")
+    assert "engineers.wander.helpers" not in reg.plugin_modules("engineer")
+    assert Registry("engineer").get("wander").target == "engineers.wander.engineer:Wander"
+
+
+def test_a_plugin_is_what_it_is_not_what_its_source_mentions(drop_in):
+    (drop_in / "drift_notes.py").write_text('"""Mentions config_class, declares no plugin."""\nconfig_class = None\n')
+    (drop_in / "drift_variant.py").write_text(
+        IN_TREE + "\nclass Inherits(Drift):\n    \"\"\"Inherits config_class: not another plugin.\"\"\"\n")
+    found = dict(reg.in_tree("engineer"))
+    assert reg._path(found["drift"]) == "engineers.drift_variant:Drift"
+    assert "engineers.drift_variant:Inherits" not in {reg._path(c) for c in found.values()}
+
+
+def test_a_plugin_module_that_cannot_be_imported_is_named(drop_in):
+    (drop_in / "drift_broken.py").write_text("import a_module_nobody_installed\n")
+    with pytest.raises(PluginError, match="engineer module engineers.drift_broken cannot be imported: "
+                                          "ModuleNotFoundError"):
+        reg.in_tree("engineer")
 
 
 def test_two_plugin_classes_that_claim_one_name_are_refused(drop_in):

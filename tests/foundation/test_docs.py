@@ -8,6 +8,8 @@
 * The tutorial ``docs/tutorial_engineer.md``'s code block runs: it registers a toy engineer and
   runs it for a short simulated-trainer run.
 * ``docs/index.md`` names every document under ``docs/``.
+* ``docs/architecture.md``'s table "What fits what" names every registered testbed, engineer and
+  trainer in its kind's row.
 """
 
 from __future__ import annotations
@@ -198,6 +200,24 @@ def test_docs_index_names_every_document():
     for doc in sorted((ROOT / "docs").glob("*.md")):
         if doc.name != "index.md":
             assert f"({doc.name})" in index, f"docs/index.md does not list {doc.name}"
+
+
+def fits_table_rows(text: str) -> dict[str, str]:
+    """Kind → its row of the "What fits what" table of ``docs/architecture.md``."""
+    section = text.split("## What fits what", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| ")]
+    return {line.split("|")[1].strip(): line for line in rows}
+
+
+def test_architecture_names_every_registered_plugin():
+    from curriculum.registry import ENGINEERS, TESTBEDS, TRAINERS, shipped
+
+    rows = fits_table_rows((ROOT / "docs" / "architecture.md").read_text(encoding="utf-8"))
+    for registry in (TESTBEDS, ENGINEERS, TRAINERS):
+        plugins = [e.name for e in registry.entries() if e.name in shipped()[registry.kind] or e.source != "curriculum"]
+        missing = [name for name in plugins if f"`{name}`" not in rows.get(registry.kind, "")]
+        assert not missing, (f"docs/architecture.md, 'What fits what': the {registry.kind} row does not name "
+                             f"{', '.join(missing)} (with what each declares)")
 
 
 def _tutorial_code() -> str:

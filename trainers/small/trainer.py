@@ -45,6 +45,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from curriculum.core.config import PluginConfig
 from curriculum.core.paths import cache_dir
+from curriculum.core.run import RunSettings
+from curriculum.core.sizing import PlanTarget
 from curriculum.core.types import Completion, Task
 from testbeds.base import Testbed
 from trainers.base import LogFn, Trainer
@@ -297,7 +299,7 @@ def cached_supervised(model: Any, testbed: Testbed, config: SmallConfig) -> dict
 # trainer
 # --------------------------------------------------------------------------------------------
 
-class SmallTrainer(Trainer):
+class SmallTrainer(Trainer[SmallConfig]):
     """Warm start, then GRPO rounds, of the small transformer (module docstring)."""
 
     writes_text = False  # answers MAPF tasks with plans, not chat prompts
@@ -307,9 +309,8 @@ class SmallTrainer(Trainer):
     description = ("A small transformer (plain torch) trained by real GRPO on MAPF: engineer "
                    "benchmarks in minutes.")
 
-    def __init__(self, run_config: Any, testbed: Testbed, run_dir: Path | None = None) -> None:
+    def __init__(self, run_config: RunSettings, testbed: Testbed, run_dir: Path | None = None) -> None:
         super().__init__(run_config, testbed, run_dir)
-        self.config: SmallConfig = run_config.trainer
         self.model: Any = None
         self.optimizer: Any = None
         self.rounds_trained = 0
@@ -346,10 +347,10 @@ class SmallTrainer(Trainer):
         self.rounds_trained = int(state["rounds_trained"])
 
     @classmethod
-    def plan_lines(cls, run_config: Any, target: Any) -> list[str]:
+    def plan_lines(cls, run_config: RunSettings, target: PlanTarget) -> list[str]:
         """``--dry-run``: GRPO steps, tasks and plans per round (a few hundred thousand parameters on
         one CPU thread: no GPU memory plan)."""
-        cfg: SmallConfig = run_config.trainer
+        cfg: SmallConfig = run_config.trainer  # type: ignore[assignment]  # its own section
         steps = cfg.max_steps_per_round or max(
             1, math.ceil(run_config.tasks_per_round * cfg.epochs_per_round / cfg.prompts_per_step))
         plans = steps * cfg.prompts_per_step * cfg.num_generations
