@@ -96,10 +96,12 @@ def selfplay_round_work(config: Any) -> Work:
     play = trainer.play
     designs = generate_work(step.designs, step.design_tokens, config.generation.batch_size,
                             step.design_prompt_tokens)
-    episode_calls = math.ceil(step.episodes / (play.batch_size or trainer.micro_batch_size))
-    episodes = Work(generated=step.episodes * step.episode_tokens,
+    batch = play.batch_size or trainer.micro_batch_size
+    episode_calls = math.ceil(step.episodes / batch) + math.ceil(step.heldout_episodes / batch)
+    played = step.episodes + step.heldout_episodes  # the held-out games are played apart, after the update
+    episodes = Work(generated=played * step.episode_tokens,
                     decode_steps=episode_calls * play.max_turns * play.max_new_tokens_per_turn,
-                    prefilled=step.episodes * step.episode_prompt_tokens)
+                    prefilled=played * step.episode_prompt_tokens)
     return designs + episodes + Work(trained=step.trained_tokens)
 
 
@@ -116,11 +118,13 @@ class SpadeStep:
     episode_tokens: int
     agent_rows: int
     designer_rows: int
+    heldout_episodes: int = 0
+    """Unhinted episodes of the held-out games (``trainer.heldout_games``), never trained on."""
 
     @property
     def generated_tokens(self) -> int:
         return self.designs * (self.design_prompt_tokens + self.design_tokens) + \
-            self.episodes * (self.episode_prompt_tokens + self.episode_tokens)
+            (self.episodes + self.heldout_episodes) * (self.episode_prompt_tokens + self.episode_tokens)
 
     @property
     def trained_tokens(self) -> int:
@@ -158,7 +162,8 @@ def spade_step(config: Any) -> SpadeStep:
         design_tokens=design_tokens, play_envs=envs, episodes=2 * G * envs,
         episode_prompt_tokens=EPISODE_PROMPT_TOKENS, episode_tokens=play.max_episode_tokens,
         agent_rows=G * envs * (2 if trainer.train_on_hinted else 1),
-        designer_rows=designs if getattr(engineer, "designer", "policy") == "policy" else 0)
+        designer_rows=designs if getattr(engineer, "designer", "policy") == "policy" else 0,
+        heldout_episodes=trainer.heldout_count() * trainer.heldout_episodes)
 
 
 def step_seconds(step: SpadeStep, shape: ModelShape, gpu: GPU, processes: int, *, checkpointing: bool,
@@ -278,6 +283,8 @@ def selfplay_plan_lines(config: Any, target: PlanTarget) -> list[str]:
         f" (<= {step.episode_tokens:,} tokens, {trainer.play.max_turns} turns)",
         f"    one GRPO update: {step.agent_rows} agent + {step.designer_rows} designer rows"
         f" (designs train {trainer.designer_delay} steps later)",
+        *([f"    held-out games: {trainer.heldout_count()} x {trainer.heldout_episodes} unhinted episodes"
+           " after the update (the player's skill curve; never trained on)"] if step.heldout_episodes else []),
         f"    tokens: generated <= {step.generated_tokens:,}, trained <= {step.trained_tokens:,}",
         f"  sharding: designs and plays over {_groups(config, strategy)} group(s) of processes, each rank with its"
         " own sandbox pool; rows gathered into one update",

@@ -44,6 +44,10 @@ Both are the kernel's pool types (``curriculum.core.pool``), read back with ``po
    skipped (no double correction);
 6. retires environments: mastered (unhinted win rate >= ``retire_win_rate``) or stale (played
    ``max_plays`` times), and the oldest beyond ``pool_size``.
+7. with ``heldout_games``, plays the run's held-out seed-library games after the update: unhinted,
+   ``heldout_episodes`` each, from the same seeds every round (``trainers.spade.heldout``,
+   ``testbeds.heldout.games``); ``spade/heldout_win_rate`` is the player's skill on one fixed set
+   of games, comparable across rounds. Those programs never enter the pool.
 
 Several processes (``accelerate launch``, DDP / ZeRO / FSDP): every rank reads the same tasks
 (the proposal is broadcast by the controller) and the same state. The play set is split over
@@ -84,6 +88,7 @@ from curriculum.core.pool import DesignSample, EnvOutcome, PoolEnvironment, pool
 from curriculum.core.sizing import PlanTarget
 from curriculum.core.types import Task
 from testbeds.base import Testbed
+from testbeds.heldout.games import HeldoutRecord
 from testbeds.sandbox import SandboxConfig
 from trainers.base import LogFn
 from trainers.grpo import GRPOConfig, GRPOTrainerAdapter, _constant_schedule, log_forwarder
@@ -183,6 +188,16 @@ class SelfPlayConfig(GRPOConfig):
     vllm_tensor_parallel_size: int = Field(1, ge=1)
     """GPUs one colocated vLLM engine spans (tensor parallel; it must divide the number of processes).
     A model whose bf16 weights do not fit in one GPU's vLLM share needs more than 1."""
+    heldout_games: list[str] | int = 0
+    """The player's skill across rounds: seed-library games of the setting held out of training
+    and played unhinted after every round's update, from the same seeds every round
+    (``testbeds/heldout/games.py``; metrics ``spade/heldout_win_rate`` and ``spade/heldout/<game>``).
+    A list names the games; a number n draws n of them from the run seed, among the games
+    ``agent_warmstart_seeds`` does not name; 0 or ``[]``: off (the paper has no such curve). The set
+    is recorded in the run directory (``spade_heldout_games.json``) and a resume plays that set."""
+    heldout_episodes: int = Field(8, ge=1)
+    """Unhinted episodes per held-out game per round (turn and token limits: ``play``); a round
+    plays games x this many extra episodes."""
 
     @model_validator(mode="before")
     @classmethod
@@ -202,6 +217,24 @@ class SelfPlayConfig(GRPOConfig):
             raise ValueError("designer_signal: learning_potential measures the change of the agent's return over "
                              "the plays between a design and its training step: it needs designer_delay >= 1")
         return self
+
+    @model_validator(mode="after")
+    def _heldout_games(self) -> SelfPlayConfig:
+        spec = self.heldout_games
+        if isinstance(spec, int) and spec < 0:
+            raise ValueError(f"heldout_games must be seed-library names or a count >= 0, not {spec}")
+        if not isinstance(spec, int):
+            if len(set(spec)) != len(spec):
+                raise ValueError(f"heldout_games names a game twice: {spec}")
+            clash = sorted(set(spec) & set(self.agent_warmstart_seeds or ()))
+            if clash:
+                raise ValueError(f"heldout_games {clash} are also in agent_warmstart_seeds: "
+                                 "a held-out game must not be trained on")
+        return self
+
+    def heldout_count(self) -> int:
+        """How many held-out games a round plays."""
+        return self.heldout_games if isinstance(self.heldout_games, int) else len(self.heldout_games)
 
     @model_validator(mode="after")
     def _same_temperature(self) -> SelfPlayConfig:
@@ -251,6 +284,10 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
         """The previous update's rows (role, group, reward, advantage, ids): for tests and logs."""
         self.last_env_results: dict[str, EnvOutcome] = {}
         """Per environment results of the previous step (handed to the engineer by ``env_outcomes``)."""
+        self.heldout: HeldoutRecord | None = None
+        """The run's held-out games (``heldout_games``), set by ``setup``; never in the pool."""
+        self._heldout_excluded = 0
+        """Environments of this step's tasks left out because they are held-out games."""
 
     # -- state ------------------------------------------------------------------------------------
     def setup(self, checkpoint: Path | None) -> None:
@@ -260,6 +297,19 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
         state = distributed.broadcast(state)  # the main process's copy, also across nodes
         if state is not None:
             self.load_state_dict(state)
+        self.heldout = self._heldout_record()
+
+    def _heldout_record(self) -> HeldoutRecord | None:
+        """The run's held-out games (``trainers/spade/heldout.py``): the main process reads the run
+        directory's record or makes (and writes) a new one; every rank gets its copy."""
+        from trainers.spade.heldout import resolve_record
+
+        record = None
+        if distributed.is_main():
+            setting = getattr(self.run_config.testbed, "setting", "games")
+            record = resolve_record(self.config, setting, self.run_config.seed, self.run_dir, write=True)
+        data = distributed.broadcast(record.model_dump(mode="json") if record is not None else None)
+        return HeldoutRecord.model_validate(data) if data is not None else None
 
     def state_dict(self) -> dict[str, Any]:
         return {"step": self.step, "buffer": self.buffer.state_dict(), "pool": self.pool_envs,
@@ -284,14 +334,19 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
             (directory / STATE_FILE).write_text(json.dumps(self.state_dict(), sort_keys=True))
 
     def warmstart_examples(self, n: int, seed: int) -> list[dict[str, Any]]:
-        """The agent role's warm start on the seed library (``agent_warmstart``)."""
+        """The agent role's warm start on the seed library (``agent_warmstart``), without the
+        held-out games."""
         if not self.config.agent_warmstart:
             return []
+        from testbeds.synthetic.seeds import seed_library
+        from trainers.spade.heldout import warmstart_names
         from trainers.spade.warmstart import agent_examples
 
-        return agent_examples(self.run_config.testbed.setting, self.config.play, self.sandbox(),
-                              self.config.agent_warmstart_examples or n, seed,
-                              names=self.config.agent_warmstart_seeds)
+        setting = self.run_config.testbed.setting
+        names = warmstart_names([s.name for s in seed_library(setting)], self.config.agent_warmstart_seeds,
+                                self.heldout)
+        return agent_examples(setting, self.config.play, self.sandbox(),
+                              self.config.agent_warmstart_examples or n, seed, names=names)
 
     def close(self) -> None:
         if self._sandbox is not None:
@@ -480,10 +535,25 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
         train.update(self._importance_weights(rows))
         if len(rows) >= 2:  # a single row has no group to compare with
             train.update(self._update(rows, seed, round_index, log))
+        train.update(self._play_heldout())  # the player's skill after this round's update
         metrics = {**batch["metrics"], **train, "train/seconds": time.monotonic() - started}
         if log is not None:
             log({"round": round_index, "event": "spade_step", **metrics})
         return metrics
+
+    def _play_heldout(self) -> dict[str, float]:
+        """The held-out games, unhinted, from the record's seeds (the same every round), and their
+        metrics (``trainers/spade/heldout.py``); none without held-out games."""
+        if self.heldout is None:
+            return {}
+        from trainers.spade.heldout import heldout_metrics
+
+        started = time.monotonic()
+        record = self.heldout
+        config = self.config.play.model_copy(update={"episodes_per_condition": record.episodes})
+        episodes = self._play_sharded(record.environments(), record.seed, config=config, conditions=(False,))
+        return {**heldout_metrics(record, episodes), "spade/heldout_excluded": float(self._heldout_excluded),
+                "spade/heldout_seconds": time.monotonic() - started}
 
     def _check_multiprocess(self) -> None:
         """Sharded weights (ZeRO-3, FSDP) need every rank in every forward pass: plays then go
@@ -499,9 +569,13 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
         new_envs: list[str] = []
         designs: list[DesignerSample] = []
         step_envs: dict[str, dict[str, Any]] = {}
+        held = self.heldout.hashes() if self.heldout is not None else frozenset()
+        self._heldout_excluded = 0
         for task in tasks:
             item = pool_item(task)
-            if isinstance(item, PoolEnvironment):
+            if isinstance(item, PoolEnvironment) and item.hash in held:  # measured, never trained on
+                self._heldout_excluded += 1
+            elif isinstance(item, PoolEnvironment):
                 info = {"env": item.model_dump(mode="json"), "added": self.step, "plays": 0,
                         "win_rate": None, "win_rate_hint": None}
                 step_envs[item.hash] = info
@@ -520,7 +594,8 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
         tp = self.config.vllm_tensor_parallel_size if engine is not None and self.turn_model is None else 1
         return max(world // tp, 1), rank // tp
 
-    def _play_sharded(self, envs: list[PoolEnvironment], seed: int) -> list[Episode]:
+    def _play_sharded(self, envs: list[PoolEnvironment], seed: int, *, config: PlayConfig | None = None,
+                      conditions: Sequence[bool] = (False, True)) -> list[Episode]:
         """Each group plays environments i with i % groups == group in its own sandbox pool, from
         the seeds environment i gets in the whole set; the episodes are gathered in set order."""
         if not envs:
@@ -528,8 +603,8 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
         groups, group = self.generation_shard()
         mine = [i for i in range(len(envs)) if i % groups == group]
         model = self._turn_model()  # on every rank: syncing vLLM weights can be collective
-        played = play(self.sandbox(), [envs[i] for i in mine], model, self.config.play, seed=seed,
-                      indices=mine) if mine else []
+        played = play(self.sandbox(), [envs[i] for i in mine], model, config or self.config.play, seed=seed,
+                      indices=mine, conditions=conditions) if mine else []
         per_env: dict[int, list[Episode]] = {}
         for rank_mine, rank_played in distributed.gather((mine, played)):
             for i in rank_mine:

@@ -191,7 +191,8 @@ class Designer:
     """Writes, admits and remembers environments (see module docstring)."""
 
     def __init__(self, config: SpadeEngineerConfig, *, corpus: Corpus | None, memory: Memory,
-                 sandbox: SandboxPool, embedder: Embedder | None = None, calls: int = 0) -> None:
+                 sandbox: SandboxPool, embedder: Embedder | None = None, calls: int = 0,
+                 heldout: frozenset[str] = frozenset()) -> None:
         self.config = config
         self.corpus = corpus
         self.memory = memory
@@ -199,6 +200,9 @@ class Designer:
         self.embedder = embedder
         self.calls = calls
         """Design calls made so far in the run (drives the skill cycle)."""
+        self.heldout = heldout
+        """Seed-library games the run holds out of training (``testbeds/heldout/games.py``): a copy
+        of one is rejected."""
 
     @property
     def memory_config(self) -> MemoryConfig | None:
@@ -286,6 +290,7 @@ class Designer:
             vendi, per_n, embedder_name = self._flag_duplicates(admitted)
             if self.config.diversity.reject_near_duplicates:
                 self._reject_duplicates(admitted)
+            self._reject_heldout_copies(admitted)
         for cand in candidates:
             self.remember(cand)
         run_per_n, run_pool = self._run_diversity()
@@ -359,6 +364,22 @@ class Designer:
                 cand.admission = cand.admission.model_copy(update={
                     "admitted": False, "reason": RejectReason.near_duplicate, "detail": detail,
                     "penalty": self.config.admission.penalties[RejectReason.near_duplicate]})
+
+    def _reject_heldout_copies(self, admitted: list[DesignCandidate]) -> None:
+        """A design whose closest seed-library game is a held-out one, at the seed-copy similarity
+        or above, becomes a ``near_duplicate`` rejection: the run measures the player on that game
+        and never trains on it."""
+        threshold = self.config.diversity.seed_copy_threshold
+        for cand in admitted:
+            adm = cand.admission
+            held = _seed_copy(cand, threshold) and cand.closest_seed[0] in self.heldout
+            if adm is None or not adm.admitted or not held:
+                continue
+            cand.admission = adm.model_copy(update={
+                "admitted": False, "reason": RejectReason.near_duplicate,
+                "detail": (f"copy of held-out seed-library game {cand.closest_seed[0]} "
+                           f"(source similarity {cand.closest_seed[1]:.2f})"),
+                "penalty": self.config.admission.penalties[RejectReason.near_duplicate]})
 
     def _run_diversity(self) -> tuple[float | None, int]:
         """Vendi / n over every environment admitted in the run so far (embedded together, so a

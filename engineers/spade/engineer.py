@@ -49,6 +49,7 @@ from engineers.spade.config import DEFAULT_CAPACITY, FrozenPoolConfig, MemoryCon
 from engineers.spade.corpus import Corpus, build_corpus
 from engineers.spade.designer import Designer, DesignCandidate, RoundSummary, design_samples, pool_from_memory
 from engineers.spade.memory import Memory
+from testbeds.heldout.games import heldout_names
 from testbeds.sandbox import SandboxPool
 from testbeds.synthetic import prelude_source
 
@@ -144,7 +145,8 @@ class SpadeEngineer(Engineer):
             self._sandbox = SandboxPool(sandbox_config(self.config))
             self._sandbox.start()
             self._designer = Designer(self.config, corpus=self._corpus, memory=self.memory,
-                                      sandbox=self._sandbox, calls=self._calls)
+                                      sandbox=self._sandbox, calls=self._calls,
+                                      heldout=heldout_names(self.dir))
         return self._designer
 
     def _policy(self, ctx: DesignContext) -> Policy:
@@ -330,12 +332,14 @@ class SpadeEngineer(Engineer):
                          "vendi_per_n_run": summary.vendi_per_n_run})
 
     def warmstart_examples(self, n: int, seed: int) -> list[dict[str, Any]]:
-        """The designer role's warm start on the seed library (``designer_warmstart``)."""
+        """The designer role's warm start on the seed library (``designer_warmstart``), without the
+        run's held-out games (the trainer's record in the run directory)."""
         if not self.config.designer_warmstart:
             return []
         from engineers.spade.warmstart import designer_examples
 
-        return designer_examples(self.config, self.config.designer_warmstart_examples or n, seed)
+        return designer_examples(self.config, self.config.designer_warmstart_examples or n, seed,
+                                 exclude=heldout_names(self.dir))
 
     def state_dict(self) -> dict[str, Any]:
         return {"corpus_seed": self._corpus_seed,

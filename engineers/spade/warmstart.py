@@ -8,11 +8,13 @@ permutation seeded by ``seed``, separate from the run's own corpus cursor), answ
 the program in a ```python fence and ``<hint>``; in ``structured`` mode the parts in their tags
 and ``<hint>`` (``testbeds.synthetic.skeleton.format_parts``). ``library`` is the seed library
 of the setting restricted to the configured skills (all of it when none matches) and, with
-``warmstart_seeds``, to those names. A parametrised game (``testbeds.synthetic.seeds``,
-"Parametrised games") answers with a variant: its word lists are the first words of the
-prompt's document, its choices drawn from a generator seeded by ``(seed, i)``; so the answer
-depends on the prompt and two examples of one game differ. With ``warmstart_skill_line`` each
-answer starts with a ``# skill: <skill>`` comment (``seed_design``).
+``warmstart_seeds``, to those names, always without the run's held-out games (``exclude``: the
+names in the run directory's ``spade_heldout_games.json``, ``testbeds/heldout/games.py``). A
+parametrised game (``testbeds.synthetic.seeds``, "Parametrised games") answers with a variant:
+its word lists are the first words of the prompt's document, its choices drawn from a generator
+seeded by ``(seed, i)``; so the answer depends on the prompt and two examples of one game differ.
+With ``warmstart_skill_line`` each answer starts with a ``# skill: <skill>`` comment
+(``seed_design``).
 
 The SPADE trainer's SFT warm start (``trainers/warmstart.py``) trains on these next to the agent
 role's examples, when ``engineer.designer_warmstart`` is on and ``trainer.warmstart.steps > 0``.
@@ -28,7 +30,7 @@ from typing import Any
 from engineers.spade.config import SpadeEngineerConfig
 from engineers.spade.corpus import build_corpus
 from engineers.spade.prompts import design_messages
-from testbeds.synthetic.seeds import SeedEnvironment, library_for, seed_library, variant
+from testbeds.synthetic.seeds import SeedEnvironment, library_for, variant
 from testbeds.synthetic.skeleton import format_parts
 
 
@@ -43,11 +45,24 @@ def seed_design(seed: SeedEnvironment, mode: str, skill_line: bool = False) -> s
     return f"```python\n{first}{seed.program.rstrip()}\n```\n<hint>{seed.hint}</hint>"
 
 
-def designer_examples(config: SpadeEngineerConfig, n: int, seed: int) -> list[dict[str, Any]]:
-    """``n`` design prompts answered with library environments (module docstring)."""
+def warmstart_library(config: SpadeEngineerConfig,
+                      exclude: frozenset[str] = frozenset()) -> list[SeedEnvironment]:
+    """The library environments the warm start answers with (module docstring)."""
     names = config.warmstart_seeds
-    library = (library_for(config.setting, config.skill_list(), names)
-               or library_for(config.setting, None, names) or list(seed_library(config.setting)))
+    if names is not None and not set(names) - exclude:
+        raise ValueError(f"every engineer.warmstart_seeds game ({', '.join(names)}) is held out of training "
+                         "(trainer.heldout_games): name others")
+    for skills, chosen in ((config.skill_list(), names), (None, names), (None, None)):
+        library = [s for s in library_for(config.setting, skills, chosen) if s.name not in exclude]
+        if library:
+            return library
+    raise ValueError(f"no {config.setting} seed-library environment left for the designer warm start")
+
+
+def designer_examples(config: SpadeEngineerConfig, n: int, seed: int,
+                      exclude: frozenset[str] = frozenset()) -> list[dict[str, Any]]:
+    """``n`` design prompts answered with library environments (module docstring)."""
+    library = warmstart_library(config, exclude)
     corpus = build_corpus(config.corpus, config.setting, seed)
     out = []
     for i in range(n):

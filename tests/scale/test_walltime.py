@@ -79,9 +79,12 @@ def test_spade_decode_steps_are_batched_and_conservative():
     config = _config(path=SPADE_DEMO)
     trainer, play = config.trainer, config.trainer.play
     episodes = 2 * play.episodes_per_condition * trainer.pool.envs_per_step
+    heldout = trainer.heldout_count() * trainer.heldout_episodes  # played in their own batches
+    assert heldout > 0
     designs = config.engineer.designs_per_round
     expected = (math.ceil(designs / config.generation.batch_size) * config.engineer.max_new_tokens
-                + math.ceil(episodes / play.batch_size) * play.max_turns * play.max_new_tokens_per_turn)
+                + (math.ceil(episodes / play.batch_size) + math.ceil(heldout / play.batch_size))
+                * play.max_turns * play.max_new_tokens_per_turn)
     assert round_budget(config, 0, 0).round.decode_steps == expected
 
 

@@ -1,5 +1,5 @@
 """A 4-step scripted SPADE run through the controller, killed with SIGKILL and resumed: the final
-metrics equal those of an uninterrupted run."""
+metrics equal those of an uninterrupted run, the held-out games' curve included."""
 
 import json
 import os
@@ -21,7 +21,8 @@ def _config(tiny_model_dir, out: Path, name: str) -> dict:
         "trainer": {"name": "selfplay_scripted", "learning_rate": 0.01, "beta": 0.0, "designer_delay": 1,
                     "is_cap": 2.0, "micro_batch_size": 8, "torch_threads": 1,
                     "play": {"episodes_per_condition": 3, "max_turns": 2},
-                    "pool": {"envs_per_step": 3, "max_plays": 2}},
+                    "pool": {"envs_per_step": 3, "max_plays": 2},
+                    "heldout_games": 1, "heldout_episodes": 2},
         "testbed": {"name": "spade_pool", "setting": "games", "eval_every": 2, "final_eval_call": 3,
                     "reasoning_gym": {"datasets": {"maths": ["basic_arithmetic"]}, "per_dataset": 2,
                                       "max_new_tokens": 4}},
@@ -79,10 +80,17 @@ def test_scripted_run_resumes_after_sigkill(tiny_model_dir, tmp_path):
     assert steps[1]["spade/designer/regret"] > 0 and steps[1]["spade/designer_rows"] == 0
     assert steps[2]["spade/designer_rows"] == 4 and steps[2]["spade/agent_rows"] > 0
     assert steps[3]["spade/win_rate_hint"] == 1.0
+    # the player's held-out curve: one value per round, in metrics.jsonl and the round records
+    assert all(0.0 <= s["spade/heldout_win_rate"] <= 1.0 and s["spade/heldout_episodes"] == 2 for s in steps)
+    record = json.loads((tmp_path / "runs" / "straight" / "spade_heldout_games.json").read_text())
+    assert (run_dir / "spade_heldout_games.json").read_text() == json.dumps(record, indent=1) + "\n"
+    assert all(f"spade/heldout/{record['games'][0]['name']}" in s for s in steps)
     assert b == a
     # play results reach the engineer through the round record (and survive the resume)
     from curriculum.rundir import RunDir
 
     straight_rounds, resumed_rounds = RunDir.open(tmp_path / "runs" / "straight").history(), RunDir.open(run_dir).history()
     assert {o.env_id for o in straight_rounds[1].env_outcomes} >= {"guess-1", "easy-1"}
+    assert [r.train_metrics["spade/heldout_win_rate"] for r in straight_rounds] == \
+        [s["spade/heldout_win_rate"] for s in steps]
     assert [r.env_outcomes for r in resumed_rounds] == [r.env_outcomes for r in straight_rounds]

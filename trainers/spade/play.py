@@ -197,15 +197,17 @@ def _won(step: Any) -> bool:
 
 
 def play(pool: Any, envs: Sequence[PoolEnvironment], model: TurnModel, config: PlayConfig, *,
-         seed: int, threads: int | None = None, indices: Sequence[int] | None = None) -> list[Episode]:
+         seed: int, threads: int | None = None, indices: Sequence[int] | None = None,
+         conditions: Sequence[bool] = (False, True)) -> list[Episode]:
     """Play G unhinted and G hinted episodes per environment; episodes in env order, unhinted first.
 
     ``indices``: each environment's position in the whole step's play set (default 0..n-1), which
     picks its reset seeds, so a shard of the play set played on one rank gets the same seeds as in
-    the whole set."""
+    the whole set. ``conditions``: which halves to play (``(False,)``: unhinted only, as the
+    held-out games are played)."""
     from testbeds.sandbox import SandboxFailure
 
-    episodes, owners = _new_episodes(envs, indices, seed, config.episodes_per_condition)
+    episodes, owners = _new_episodes(envs, indices, seed, config.episodes_per_condition, conditions)
     workers = threads or getattr(getattr(pool, "config", None), "workers", 1) or 1
 
     def run(i: int) -> tuple[int, Any, Any]:
@@ -234,13 +236,14 @@ def play(pool: Any, envs: Sequence[PoolEnvironment], model: TurnModel, config: P
 
 
 def _new_episodes(envs: Sequence[PoolEnvironment], indices: Sequence[int] | None, seed: int,
-                  G: int) -> tuple[list[Episode], list[PoolEnvironment]]:
+                  G: int, conditions: Sequence[bool] = (False, True),
+                  ) -> tuple[list[Episode], list[PoolEnvironment]]:
     """The step's episodes (env order, unhinted first) and the environment of each."""
     episodes: list[Episode] = []
     owners: list[PoolEnvironment] = []
     for index, env in zip(indices if indices is not None else range(len(envs)), envs, strict=True):
         seeds = episode_seeds(seed, index, G)
-        for hinted in (False, True):
+        for hinted in conditions:
             for s in seeds:
                 episodes.append(Episode(env_id=env.hash, hinted=hinted, seed=s))
                 owners.append(env)

@@ -20,7 +20,8 @@ learn one fixed answer. Every variant must pass admission like the file's own ga
 
 Used as: the designer's warm start (design prompt → a library design, in the engineer's design
 mode), the agent's warm start (first observation → the boxed solution), a starting pool
-(``testbed.initial_pool: seed_library``) and memory seeds (``engineer.memory.seed_library``).
+(``testbed.initial_pool: seed_library``) and held-out games, played every round and never
+trained on (``trainer.heldout_games``, ``testbeds/heldout/games.py``).
 Written for this project; the public SPADE code ships no such library.
 """
 
