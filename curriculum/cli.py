@@ -39,8 +39,23 @@ def _fail(message: str, code: int = 2) -> None:
     fail(message, code)
 
 
-@app.command(epilog="Example: curriculum run --engineer random --testbed mapf_frozenlake "
-                    "--config configs/mapf_cpu_demo.yaml --set trainer.learning_rate=1e-6")
+def _example_testbed() -> str:
+    """The testbed the help's examples name: the first registered one."""
+    names = TESTBEDS.names()
+    return names[0] if names else "TESTBED"
+
+
+def _run_example() -> str:
+    """``curriculum run``'s example, from the registry: the first testbed and its first generic
+    CPU preset (``Testbed.presets``)."""
+    testbed = _example_testbed()
+    presets = TESTBEDS.get(testbed).load().presets if testbed in TESTBEDS else ()
+    file = next((p.file for p in presets if p.machine == "cpu" and p.engineer is None), "FILE.yaml")
+    return (f"Example: curriculum run --engineer random --testbed {testbed} --config configs/{file} "
+            "--set trainer.learning_rate=1e-6")
+
+
+@app.command(epilog=_run_example())
 def run(
     config: Annotated[Optional[Path], typer.Option("--config", "-c", help="YAML run config.")] = None,
     engineer: Annotated[Optional[str], typer.Option(help=f"Engineer: {', '.join(ENGINEERS.names())}.")] = None,
@@ -119,12 +134,13 @@ def eval_(
     suite: Annotated[str, typer.Option(
         help="Held-out suite: validation (what engineers read) or test (what reports score on).")] = "validation",
 ) -> None:
-    """Evaluate a run's checkpoint and print the per-size valid/optimal table; optionally on a
+    """Evaluate a run's checkpoint and print its per-bucket tables; optionally on a
     larger suite, and paired task by task against another eval."""
     from curriculum.console import RichReporter, eval_table
     from curriculum.core.types import EvalReport
     from curriculum.loop import evaluate_run
     from curriculum.core.userfiles import read_user_bytes
+    from curriculum.report import run_layout
     from curriculum.rundir import write_json
     from curriculum.stats import paired_tasks
 
@@ -148,7 +164,8 @@ def eval_(
     except (ConfigError, FileNotFoundError, ValueError) as err:
         _fail(str(err))
     what = "starting model" if start else f"round {round_index}" if round_index is not None else "last round"
-    console.print(eval_table(report, title=f"eval of {run_dir} ({what}, {suite} suite)"))
+    console.print(eval_table(report, title=f"eval of {run_dir} ({what}, {suite} suite)",
+                             layout=run_layout(run_dir)))
     if out is not None:
         write_json(out, report.model_dump(mode="json"))
         console.print(f"wrote {out}")
@@ -187,15 +204,17 @@ def list_() -> None:
         console.print(table)
 
 
-@app.command(epilog="Example: curriculum show runs/my-run --round 1   |   curriculum show runs/spade-run --envs")
+@app.command(epilog="Example: curriculum show runs/my-run --round 1   |   curriculum show runs/my-run --envs")
 def show(
     run_dir: Annotated[Path, typer.Argument(help="A run directory.")],
     round_index: Annotated[Optional[int], typer.Option("--round", help="Show one round in full.")] = None,
-    envs: Annotated[bool, typer.Option("--envs", help="SPADE: list the remembered environments.")] = False,
-    env: Annotated[Optional[str], typer.Option("--env", help="SPADE: one environment (hash or prefix) with its code.")] = None,
+    envs: Annotated[bool, typer.Option("--envs", help="An engineer that designs environments: list the ones it "
+                                                      "remembers.")] = False,
+    env: Annotated[Optional[str], typer.Option("--env", help="An engineer that designs environments: one of them "
+                                                             "(hash or prefix) with its code.")] = None,
 ) -> None:
     """Show a run: one line per round, everything the engineer saw and said in one round, or
-    (SPADE) the environments it designed."""
+    the environments its engineer designed (an engineer that keeps them, ``Engineer.run_view``)."""
     try:
         if envs or env is not None:
             from curriculum.show import engineer_view
@@ -209,7 +228,7 @@ def show(
         _fail(str(err).strip("'\""))
 
 
-@app.command(epilog="Example: curriculum doctor runs/random-mapf_frozenlake-seed0-20261130-120000")
+@app.command(epilog=f"Example: curriculum doctor runs/random-{_example_testbed()}-seed0-20261130-120000")
 def doctor(run_dir: Annotated[Path, typer.Argument(help="A run directory.")]) -> None:
     """Check a run directory's health: config, every round against its checksums, leftovers,
     metrics, and what --resume would do. Exits 1 when something is damaged."""

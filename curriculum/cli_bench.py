@@ -12,7 +12,8 @@ from rich.markup import escape
 
 from curriculum.registry import ENGINEERS, TESTBEDS, TRAINERS
 
-COMPARE_EXAMPLE = ("Example: curriculum compare --engineers random,fixed,optuna --testbed mapf_frozenlake "
+COMPARE_EXAMPLE = (f"Example: curriculum compare --engineers random,fixed,optuna --testbed "
+                   f"{(TESTBEDS.names() or ['TESTBED'])[0]} "
                    "--trainer simulated --seeds 5 --rounds 6 --out runs/compare-sim --jobs 2")
 REPORT_EXAMPLE = "Example: curriculum report runs/compare-sim/runs/optuna-seed0"
 
@@ -42,7 +43,7 @@ def register(app: typer.Typer, console: Console, fail: Callable[[str], None]) ->
         first_seed: Annotated[int, typer.Option(min=0, help="First seed: --seeds N runs seeds F..F+N-1 (split "
                               "seeds over machines; the same --out then gathers them with --seeds).")] = 0,
         share_round0: Annotated[bool, typer.Option(help="Run round 0 once per seed and start every engineer "
-                                "from it (it does not depend on the engineer); SPADE runs its own.")] = True,
+                                "from it (it does not depend on the engineer); an engineer that shapes round 0 runs its own.")] = True,
         design: Annotated[Optional[Path], typer.Option(
             help="Design file declared before the run: arms (engineer + overrides), the primary "
                  "comparison, seeds per arm, power thresholds (configs/compare/).")] = None,
@@ -127,7 +128,7 @@ def register(app: typer.Typer, console: Console, fail: Callable[[str], None]) ->
 
     @app.command(epilog=REPORT_EXAMPLE)
     def report(run_dir: Annotated[Path, typer.Argument(help="A run directory.")]) -> None:
-        """Plot a run: eval metrics per round and per map size, and the training distribution."""
+        """Plot a run: eval metrics per round and per bucket, and the training distribution."""
         from curriculum.config import ConfigError
         from curriculum.report import report_run
 

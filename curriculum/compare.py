@@ -1,9 +1,8 @@
 """Controlled engineer benchmarks: every engineer, identical seeds, budget, eval suites and start.
 
 For engineers E and seeds 0..N−1, run (e, s) is ``curriculum run`` with one shared base config
-(the ``--config`` file, or the testbed's shipped config for the trainer, ``Testbed.compare_config``:
-on MAPF ``configs/mapf_simulated.yaml`` for the simulated trainer, ``configs/mapf_small.yaml`` for
-the small one; plus the ``--set`` overrides) in which only ``engineer`` differs. Seed s fixes the round-0 proposal, every
+(the ``--config`` file, or the testbed's shipped config for the trainer, ``Testbed.compare_config``,
+plus the ``--set`` overrides) in which only ``engineer`` differs. Seed s fixes the round-0 proposal, every
 round's training data and eval seed, and the trainer's randomness, so engineers differ only in
 what they choose. Runs live in ``OUT/runs/<engineer>-seed<s>`` and execute in up to ``jobs``
 processes. A rerun of ``compare`` reuses finished runs, resumes unfinished ones (the loop's
@@ -72,8 +71,9 @@ from curriculum.core.records import LEGACY_SUITE
 from curriculum.core.userfiles import read_user_bytes
 from curriculum.core.types import EvalReport
 from curriculum.registry import ENGINEERS, TESTBEDS
-from curriculum.report import (RunSummary, plot_distribution, plot_final_by_size, plot_score_curves,
-                               bucket_order, rates_by_size)
+from curriculum.core.reporting import ReportLayout
+from curriculum.report import (RunSummary, layout_of, plot_distribution, plot_final_by_size,
+                               plot_score_curves, rates_by_bucket)
 
 from curriculum.answers import answer_totals
 from curriculum.rundir import RunDir, read_json, run_path, write_json
@@ -113,7 +113,8 @@ class CompareSpec:
     first_seed: int = 0
     share_round0: bool = True
     """Run round 0 once per seed and start every engineer's run from it (``curriculum.stem``);
-    engineers that shape round 0 (SPADE) and runs already started run their own."""
+    engineers that shape round 0 (``curriculum.stem.shares_round0``) and runs already started run
+    their own."""
     design: CompareDesign | None = None
     """A declared design (``--design``): arms, the primary comparison and the power thresholds;
     ``engineers`` then names its arms. ``None``: every engineer is an arm of ``seeds`` seeds."""
@@ -993,9 +994,12 @@ def summarize(spec: CompareSpec, summaries: dict[tuple[str, int], RunSummary],
     task_scores = task_scores or {}
     start_scores = start_scores or {}
     simulated = any(s.simulated for s in summaries.values())
-    sizes = sorted({k for s in summaries.values() for m in s.metrics for k in rates_by_size(m)}, key=bucket_order)
-    runs = [_run_row(o, summaries.get((o.engineer, o.seed)), sizes, task_scores, start_scores) for o in outcomes]
-    summary = {e: _engineer_summary(e, spec, summaries, rounds, sizes) for e in spec.engineers}
+    testbed = next((s.config["testbed"]["name"] for s in summaries.values()), spec.testbed)
+    layout = layout_of(testbed)
+    sizes = _buckets(summaries.values(), layout)
+    runs = [_run_row(o, summaries.get((o.engineer, o.seed)), sizes, task_scores, start_scores, layout)
+            for o in outcomes]
+    summary = {e: _engineer_summary(e, spec, summaries, rounds, sizes, layout) for e in spec.engineers}
     for e in spec.engineers:  # engineers that ask a model: its answers and copies of the prompt's example
         answered = [r for r in runs if r["engineer"] == e and "answers" in r]
         if answered:
@@ -1004,13 +1008,13 @@ def summarize(spec: CompareSpec, summaries: dict[tuple[str, int], RunSummary],
     return statistics({
         "simulated": simulated,
         "notice": SIMULATED_NOTICE if simulated else "",
-        "testbed": next((s.config["testbed"]["name"] for s in summaries.values()), spec.testbed),
+        "testbed": testbed,
         "trainer": next((s.config["trainer"]["name"] for s in summaries.values()), spec.trainer),
         "engineers": spec.engineers,
         "seeds": spec.seed_list,
         "rounds": rounds,
-        "score": "EvalReport.score after the last round (testbed-defined; MAPF: valid rate over all "
-                 "instances of the suite)",
+        "score": f"EvalReport.score after the last round (testbed-defined{': ' if layout.score else ''}"
+                 f"{layout.score})",
         "suite": _suite_of(summaries.values()),
         "sizes": sizes,
         "summary": summary,
@@ -1063,9 +1067,18 @@ def reanalyse(path: str | Path) -> dict[str, Any]:
     return data
 
 
+def _buckets(summaries: Any, layout: ReportLayout) -> list[str]:
+    """Every bucket the runs' evals measured the layout's first rate on, in the layout's order."""
+    if not layout.rates:
+        return []
+    found = {b for s in summaries for m in s.metrics for b in rates_by_bucket(m, layout.rates[0])}
+    return sorted(found, key=layout.bucket_order)
+
+
 def _run_row(o: RunOutcome, s: RunSummary | None, sizes: list[str],
              task_scores: dict[tuple[str, int], dict[str, float]],
-             start_scores: dict[tuple[str, int], tuple[str, dict[str, float]]]) -> dict[str, Any]:
+             start_scores: dict[tuple[str, int], tuple[str, dict[str, float]]],
+             layout: ReportLayout) -> dict[str, Any]:
     """One run's row of ``compare.json``: where and how it ran, and its scores when it has a summary
     (its final and start per-task outcomes when it is complete)."""
     row: dict[str, Any] = {"engineer": o.engineer, "seed": o.seed, "run_dir": str(o.path),
@@ -1078,7 +1091,7 @@ def _run_row(o: RunOutcome, s: RunSummary | None, sizes: list[str],
         row.update(scores=s.scores, baseline_score=s.baseline_score, complete=s.complete,
                    final_score=s.scores[-1] if s.scores else None,
                    final_metrics={k: v for k, v in (s.metrics[-1] if s.metrics else {}).items()
-                                  if k.startswith(("valid_rate", "optimal_rate"))},
+                                  if k.startswith(tuple(r.metric for r in layout.rates))},
                    data_ratio=[[r.get(z, 0.0) for z in sizes] for r in s.data_ratio],
                    zero_spread_share=[None if math.isnan(x) else x for x in s.zero_spread_share])
         answered = answer_totals(s.answers)
@@ -1092,10 +1105,11 @@ def _run_row(o: RunOutcome, s: RunSummary | None, sizes: list[str],
 
 
 def _engineer_summary(engineer: str, spec: CompareSpec, summaries: dict[tuple[str, int], RunSummary],
-                      rounds: int, sizes: list[str]) -> dict[str, Any]:
+                      rounds: int, sizes: list[str], layout: ReportLayout) -> dict[str, Any]:
     """One engineer's summary over its complete runs: the final score and per-round curve with
-    bootstrap intervals, and the final valid / optimal rates (overall and by size); ``{"n": 0}``
-    when no run is complete."""
+    bootstrap intervals, and the final value of each rate the testbed's layout declares (overall,
+    ``final_<name>_rate``, and by bucket, ``final_<name>_by_size``); ``{"n": 0}`` when no run is
+    complete."""
     done = [summaries[(engineer, sd)] for sd in spec.seed_list
             if (engineer, sd) in summaries and summaries[(engineer, sd)].complete]
     if not done:
@@ -1107,13 +1121,11 @@ def _engineer_summary(engineer: str, spec: CompareSpec, summaries: dict[tuple[st
         "final_score": bootstrap_mean_ci([d.scores[-1] for d in done]).to_dict(),
         "mean_score_over_rounds": float(np.nanmean(curve)),
         "per_round": [iv.to_dict() for iv in bootstrap_mean_ci_columns(curve)],
-        "final_valid_rate": float(np.mean([m.get("valid_rate", np.nan) for m in last])),
+        **{f"final_{r.name}_rate": float(np.mean([m.get(r.metric, np.nan) for m in last]))
+           for r in layout.rates},
         "zero_spread_share": _nanmean([x for d in done for x in d.zero_spread_share]),
-        "final_optimal_rate": float(np.mean([m.get("optimal_rate", np.nan) for m in last])),
-        "final_valid_by_size": {z: float(np.mean([rates_by_size(m, "valid").get(z, np.nan) for m in last]))
-                                for z in sizes},
-        "final_optimal_by_size": {z: float(np.mean([rates_by_size(m, "optimal").get(z, np.nan)
-                                                    for m in last])) for z in sizes},
+        **{f"final_{r.name}_by_size": {z: float(np.mean([rates_by_bucket(m, r).get(z, np.nan) for m in last]))
+                                       for z in sizes} for r in layout.rates},
     }
 
 
@@ -1143,9 +1155,10 @@ def results_table(data: dict[str, Any]) -> Any:
     if data["simulated"]:
         title = "SIMULATED LEARNER, not model results — " + title
     main = Table(title=title, title_justify="left")
-    # MAPF's valid/optimal columns only where some run measured them (reasoning_gym has neither).
-    rates = [(label, key) for label, key in (("final valid", "final_valid_rate"), ("final optimal", "final_optimal_rate"),
-                                             ("groups without spread", "zero_spread_share"))
+    # The rates the testbed's layout declares, each only where some run measured it.
+    declared = [(f"final {r.name}", f"final_{r.name}_rate")
+                for r in layout_of(data.get("testbed")).rates if r.column]
+    rates = [(label, key) for label, key in (*declared, ("groups without spread", "zero_spread_share"))
              if any(s.get("n") and _measured(s.get(key)) for s in data["summary"].values())]
     # An engineer that asks a model: how many of its answers were the prompt's example.
     asked = any("answers" in s for s in data["summary"].values())
@@ -1241,14 +1254,15 @@ def draw_plots(data: dict[str, Any], summaries: dict[tuple[str, int], RunSummary
     note = " — SIMULATED learner" if data["simulated"] else ""
     suite = data.get("suite") or LEGACY_SUITE
     sizes = data["sizes"]
+    layout = layout_of(data.get("testbed"))
     curves, final, dist, flat = {}, {}, {}, {}
     for e in data["engineers"]:
         done = [summaries[(e, s)] for s in data["seeds"] if (e, s) in summaries and summaries[(e, s)].complete]
         if not done:
             continue
         curves[e] = _matrix([d.scores for d in done], data["rounds"])
-        final[e] = {kind: np.array([[rates_by_size(d.metrics[-1], kind).get(z, np.nan) for z in sizes]
-                                    for d in done]) for kind in ("valid", "optimal")}
+        final[e] = {r.name: np.array([[rates_by_bucket(d.metrics[-1], r).get(z, np.nan) for z in sizes]
+                                      for d in done]) for r in layout.rates}
         dist[e] = np.nanmean(np.stack([_matrix([[r.get(z, 0.0) for z in sizes] for r in d.data_ratio],
                                                len(sizes))[:data["rounds"]] for d in done]), axis=0)
         if any(not math.isnan(x) for d in done for x in d.zero_spread_share):
@@ -1261,10 +1275,11 @@ def draw_plots(data: dict[str, Any], summaries: dict[tuple[str, int], RunSummary
     return [
         plot_score_curves(curves, out / "score_per_round.png",
                           title=f"{suite.capitalize()}-suite score per round (mean, 95% bootstrap CI over seeds){note}"),
-        plot_final_by_size(final, sizes, out / "final_by_size.png",
-                           title=f"Final valid and optimal rate per map size, {suite} suite{note}"),
+        plot_final_by_size(final, sizes, out / "final_by_size.png", layout=layout,
+                           title=f"Final {layout.rates_title} per {layout.bucket_label}, {suite} suite{note}"),
         plot_distribution(dist, sizes, out / "training_distribution.png",
-                          title=f"Training distribution per round, mean over seeds{note}"),
+                          title=f"Training distribution per round, mean over seeds{note}",
+                          bucket_label=layout.bucket_label or "bucket"),
     ] + spread
 
 

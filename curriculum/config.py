@@ -47,7 +47,8 @@ def section_name(value: Any) -> str | None:
 
 def resolve_plugins(data: dict[str, Any]) -> dict[str, Any]:
     """``data`` with every plugin section named: missing names filled with what fits
-    (``registry.resolve_names``: ``--engineer spade`` → ``spade_pool`` + ``selfplay``), and the
+    (``registry.resolve_names``: an engineer alone → the first testbed it fits and that testbed's
+    trainer), and the
     combination checked; ConfigError naming both sides and what would fit. Imports no plugin."""
     names = {section: section_name(data.get(section)) for section in _SECTIONS}
     try:
@@ -118,8 +119,8 @@ class RunConfig(StrictModel):
     """Keep the last round's optimizer state (AdamW moments) when the run is done. ``False``
     deletes it once the last round is committed (``Trainer.drop_resume_state``): resuming a killed
     run stays exact (until the end the state is kept), the finished run dir holds weights and
-    records only (the SPADE CPU preset: 1.1 GB less), and extending the run later starts a fresh
-    optimizer. ``compare``'s shared round-0 runs always keep it (every arm continues from it)."""
+    records only (a CPU preset of the self-play trainer: 1.1 GB less), and extending the run later
+    starts a fresh optimizer. ``compare``'s shared round-0 runs always keep it (every arm continues from it)."""
     seed: int = Field(0, ge=0)
     """Master seed; every round's data, eval and engineer seeds derive from it."""
     output_dir: Path = Path("runs")

@@ -21,14 +21,16 @@ from rich.text import Text
 from curriculum.core.commands import fail  # noqa: F401 - the controller's commands refuse the same way
 from curriculum.core.metrics import MetricKey, parse_metrics
 from curriculum.core.records import RoundReport, suite_label
+from curriculum.core.reporting import ReportLayout
 from curriculum.core.terminal import terminal_safe
 from curriculum.core.types import EvalReport
 from curriculum.enginelog import LOG_NAME
 
 
 _SUMMARY_KEYS = ("train/mean_reward", "train/valid_rate", "train/steps", "train/seconds")
-"""Training metrics every summary shows; SPADE's ``spade/*`` metrics (designer reward parts,
-regret, win rates with and without hint, admission by reason) are added when present."""
+"""Training metrics every summary shows; those whose names start with a prefix the run's trainer
+declares (``Trainer.summary_metrics``, handed on by ``QuietReporter.plugin_declarations``) are
+added when present."""
 
 
 def config_headline(text: str) -> list[str]:
@@ -59,6 +61,7 @@ class QuietReporter:
     def round_end(self, report: RoundReport) -> None: ...
     def message(self, text: str) -> None: ...
     def baseline(self, report: EvalReport) -> None: ...
+    def plugin_declarations(self, summary_metrics: tuple[str, ...], layout: ReportLayout | None) -> None: ...
 
 
 class _LineProgress:
@@ -112,6 +115,14 @@ class RichReporter(QuietReporter):
         self._task: Any = None
         self._baseline: EvalReport | None = None
         self._line_interval = line_interval_s
+        self._prefixes: tuple[str, ...] = ()
+        self._layout: ReportLayout | None = None
+
+    def plugin_declarations(self, summary_metrics: tuple[str, ...], layout: ReportLayout | None) -> None:
+        """What the run's plugins declare for its summaries: the prefixes of the training metrics
+        every round summary adds (``Trainer.summary_metrics``) and how the eval's rates read
+        (``Testbed.report_layout``, for ``headline_table``)."""
+        self._prefixes, self._layout = tuple(summary_metrics), layout
 
     def baseline(self, report: EvalReport) -> None:
         """Remember the starting model's eval: every round summary shows its delta to it."""
@@ -168,7 +179,8 @@ class RichReporter(QuietReporter):
         table.add_column("value", justify="right")
         if base is not None:
             table.add_column("vs baseline", justify="right")
-        for key in (*_SUMMARY_KEYS, *sorted(k for k in report.train_metrics if k.startswith("spade/"))):
+        extra = sorted(k for k in report.train_metrics if self._prefixes and k.startswith(self._prefixes))
+        for key in (*_SUMMARY_KEYS, *extra):
             if key in report.train_metrics:
                 table.add_row(key, f"{report.train_metrics[key]:.4g}", *([""] if base is not None else []))
         scored = report.scored()  # the test suite's when the round has one
@@ -184,7 +196,7 @@ class RichReporter(QuietReporter):
             delta = [_delta(key, value, before) if before is not None else ""] if base is not None else []
             table.add_row(f"{suite}/{key}", f"{value:.4g}", *delta)
         self.console.print(table)
-        headline = headline_table(scored)
+        headline = headline_table(scored, self._layout)
         if headline is not None:
             self.console.print(headline)
         if report.design is not None:
@@ -264,7 +276,7 @@ def _short(value: Any, limit: int = 600) -> str:
 
 def proposal_table(proposal: dict[str, Any]) -> Table | str:
     """A per-size table for proposals shaped ``{"sizes": {size: {field: value}}}``; other
-    proposals (e.g. SPADE's pool) as one line per key, lists by their length."""
+    proposals (e.g. an environment pool) as one line per key, lists by their length."""
     sizes = proposal.get("sizes") if isinstance(proposal, dict) else None
     if not isinstance(sizes, dict) or not sizes:
         if not isinstance(proposal, dict):
@@ -281,29 +293,31 @@ def proposal_table(proposal: dict[str, Any]) -> Table | str:
     return table
 
 
-def headline_table(report: EvalReport) -> Table | None:
-    """The papers' headline numbers: valid % and optimal % per suite (agent count), in [0, 100] as
-    the paper's tables print them (the Trainee-to-Trainer paper compares 100 x the 3-agent rates), next to the
-    pooled score. ``None`` when the report has no per-suite ``valid_rate/<suite>``."""
-    suites = [key.group for key in parse_metrics(report.metrics)
-              if key.metric == "valid_rate" and key.group is not None and key.cell is None]
-    if not suites:
+def headline_table(report: EvalReport, layout: ReportLayout | None = None) -> Table | None:
+    """The papers' headline numbers: each rate the testbed's layout declares, per group it names
+    (``ReportLayout.group_label``; e.g. per agent count), in percent as papers' tables print them,
+    next to the pooled score. ``None`` without a layout, or when the report has no such group."""
+    rates = layout.rates if layout is not None else ()
+    groups = [key.group for key in parse_metrics(report.metrics)
+              if rates and key.metric == rates[0].metric and key.group is not None and key.cell is None
+              and layout.group_label(key.group) is not None]
+    if not groups:
         return None
     table = Table(title=f"paper-comparable (percent, {suite_label(report)} suite); pooled score {report.score:.4f}")
     table.add_column("suite")
-    table.add_column("valid %", justify="right")
-    table.add_column("optimal %", justify="right")
-    for suite in suites:
-        optimal = report.metrics.get(MetricKey("optimal_rate", suite).to_str())
-        table.add_row(suite, f"{100 * report.metrics[MetricKey('valid_rate', suite).to_str()]:.2f}",
-                      "-" if optimal is None else f"{100 * optimal:.2f}")
+    for rate in rates:
+        table.add_column(f"{rate.name} %", justify="right")
+    for group in groups:
+        values = [report.metrics.get(MetricKey(rate.metric, group).to_str()) for rate in rates]
+        table.add_row(group, *("-" if v is None else f"{100 * v:.2f}" for v in values))
     return table
 
 
-def eval_table(report: EvalReport, title: str = "eval") -> Group:
+def eval_table(report: EvalReport, title: str = "eval", layout: ReportLayout | None = None) -> Group:
     """Tables from metrics keyed ``metric/suite/part``: metrics that share the same parts (e.g.
     valid and optimal rate per map size; failure rate per check) go in one table, one row per
-    (suite, part), plus an ``all`` row per suite from the ``metric/suite`` aggregates."""
+    (suite, part), plus an ``all`` row per suite from the ``metric/suite`` aggregates; first, with
+    the testbed's ``layout``, its ``headline_table``."""
     per_metric: dict[str, dict[tuple[str, str], float]] = {}
     for key, value in parse_metrics(report.metrics).items():
         if key.group is not None and key.cell is not None and "/" not in key.cell:
@@ -328,5 +342,5 @@ def eval_table(report: EvalReport, title: str = "eval") -> Group:
                 table.add_row(suite, "[bold]all",
                               *(f"{report.metrics.get(MetricKey(n, suite).to_str(), float('nan')):.3f}" for n in names))
         tables.append(table)
-    headline = headline_table(report)
+    headline = headline_table(report, layout)
     return Group(*([headline] if headline is not None else []), *tables)

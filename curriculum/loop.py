@@ -122,6 +122,8 @@ def _run_rounds(config: RunConfig, run_dir: RunDir, reporter: QuietReporter,
     testbed = build_testbed(config)
     engineer = build_engineer(config, run_dir.path)
     trainer = build_trainer(config, testbed, run_dir.path)
+    reporter.plugin_declarations(getattr(type(trainer), "summary_metrics", ()),
+                                 getattr(testbed, "report_layout", None))
     history = run_dir.history()
     try:
         proposal = _start(config, run_dir, history, testbed, engineer, trainer, reporter)

@@ -27,8 +27,8 @@ weights (2P / tensor-parallel size) and the KV cache, which must hold at least o
 the longest length: 2·L·kv_heads·head_dim·2 bytes per token. Each GPU also keeps
 ``OVERHEAD_GIB`` for the CUDA context, NCCL buffers and fragmentation.
 
-Step time (SPADE plans) from the FLOP floor, N_a active parameters (a mixture-of-experts model
-counts only the experts a token uses):
+Step time (plans whose trainer states one, ``Trainer.plan_lines``) from the FLOP floor, N_a
+active parameters (a mixture-of-experts model counts only the experts a token uses):
 
     generation  2·N_a per generated or prefilled token
     training    6·N_a per trained token (+2·N_a with gradient checkpointing's recompute,
@@ -114,7 +114,8 @@ def _candidates() -> list[tuple[str, Strategy]]:
 # -- the printed plan ------------------------------------------------------------------------------------
 def describe_plan(config: RunConfig, accelerate_config: Path | None = None, gpu: str = DEFAULT_GPU,
                   machine: Machine | None = None) -> str:
-    """The resolved config followed by the per-round budget, memory, (SPADE) step time and the wall
+    """The resolved config followed by the per-round budget, memory, step time (when the trainer
+    states one) and the wall
     time it implies on ``machine`` (default: this one, detected)."""
     if gpu not in GPUS:
         raise ConfigError(f"unknown --gpu {gpu!r}; known: {', '.join(GPUS)}")

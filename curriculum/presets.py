@@ -1,7 +1,7 @@
 """What a run starts from when no ``--config`` is given: a preset sized to this machine.
 
-``curriculum run --engineer spade`` names only an engineer; the registry fills in the testbed and
-trainer that fit (``registry.resolve_names``: ``spade_pool`` and ``selfplay``) and this module
+``curriculum run --engineer NAME`` names only an engineer; the registry fills in the testbed and
+trainer that fit (``registry.resolve_names``) and this module
 picks the preset file for that (engineer, testbed, trainer) on this kind of machine, among those
 the testbed declares (``Testbed.presets``):
 
@@ -12,8 +12,8 @@ the testbed declares (``Testbed.presets``):
 Machine detection (``detect_machine``) imports nothing heavy: ``--machine cpu|gpu`` or
 ``$CURRICULUM_MACHINE`` force a kind; otherwise ``CUDA_VISIBLE_DEVICES`` set to nothing hides the
 GPUs, and ``nvidia-smi -L`` (or ``/proc/driver/nvidia/gpus``) lists them. The choice and the
-reason are printed before anything loads. A preset written for one engineer (the checkpoint
-engineer's, SPADE's) is preferred; otherwise the testbed's generic preset runs with the requested
+reason are printed before anything loads. A preset written for one engineer (``Preset.engineer``)
+is preferred; otherwise the testbed's generic preset runs with the requested
 engineer in place of the file's.
 """
 

@@ -3,7 +3,7 @@
 **A plugin registers itself.** A plugin of this repository is a class in one of the packages
 ``testbeds``, ``engineers`` or ``trainers`` (``PACKAGES``) that subclasses the kind's base and sets
 ``config_class`` in its body, in a plugin module: a top-level module of the package, or the
-module named after the kind in a sub-package (``testbeds/mapf_frozenlake/testbed.py``,
+module named after the kind in a sub-package (``testbeds/<name>/testbed.py``,
 ``PLUGIN_MODULE``). The registry imports those modules and keeps the classes that are plugins
 (``in_tree``), so adding one touches only its own file or folder. **Its name is written once**,
 as its config's ``name: Literal["mine"]`` (``curriculum.core.config.PluginConfig`` fills the
@@ -66,7 +66,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from curriculum.core.spaces import ANY, SPACE_KINDS, TASK_KINDS
+from curriculum.core.spaces import ANY, SPACE_KINDS, TASK_KINDS, is_task_kind
 
 
 class PluginError(TypeError):
@@ -195,8 +195,8 @@ PACKAGES = {"testbed": "testbeds", "engineer": "engineers", "trainer": "trainers
 
 
 PLUGIN_MODULE = {"testbed": "testbed", "engineer": "engineer", "trainer": "trainer"}
-"""Kind → the module of a sub-package that holds its plugin (``testbeds/mapf_frozenlake/testbed.py``,
-``trainers/small/trainer.py``); a plugin of one file is a top-level module of the package."""
+"""Kind → the module of a sub-package that holds its plugin (``testbeds/<name>/testbed.py``,
+``trainers/<name>/trainer.py``); a plugin of one file is a top-level module of the package."""
 
 
 def plugin_modules(kind: str) -> list[str]:
@@ -415,15 +415,17 @@ def declared(kind: str, cls: type, where: str = "") -> dict[str, Any]:
 def _check_declarations(entry: Entry) -> None:
     where = f"{entry.kind} {entry.name!r}"
     if entry.kind == "testbed":
-        if entry.offers not in SPACE_KINDS or not entry.tasks or set(entry.tasks) - set(TASK_KINDS):
-            raise ValueError(f"{where} must declare offers= one of {SPACE_KINDS} and tasks= some of {TASK_KINDS}")
+        if entry.offers not in SPACE_KINDS or not entry.tasks or not all(map(is_task_kind, entry.tasks)):
+            raise ValueError(f"{where} must declare offers= one of {SPACE_KINDS} and tasks= task kinds (some of "
+                             f"{TASK_KINDS}, or kinds of its own: lower-case names)")
         if entry.default_trainer is not None and not isinstance(entry.default_trainer, str):
             raise ValueError(f"{where}: default_trainer must be a trainer's name, got {entry.default_trainer!r}")
     elif entry.kind == "engineer":
         if not entry.fits or set(entry.fits) - {*SPACE_KINDS, ANY}:
             raise ValueError(f"{where} must declare fits= some of {(*SPACE_KINDS, ANY)}")
-    elif entry.trains_on not in TASK_KINDS:
-        raise ValueError(f"{where} must declare trains_on= one of {TASK_KINDS}")
+    elif not is_task_kind(entry.trains_on):
+        raise ValueError(f"{where} must declare trains_on= a task kind (one of {TASK_KINDS}, or a kind a "
+                         f"testbed declares: a lower-case name)")
     elif not isinstance(entry.chosen_by_default, bool):
         raise ValueError(f"{where}: chosen_by_default must be True or False, got {entry.chosen_by_default!r}")
 
@@ -499,8 +501,8 @@ def resolve_names(engineer: str | None = None, testbed: str | None = None,
     No engineer: ``DEFAULT_ENGINEER``. No testbed: the first registered testbed the engineer fits
     (and the trainer, when one is named). No trainer: the testbed's ``default_trainer`` when it is
     registered and fits, else the first registered trainer the testbed's tasks fit that is
-    ``chosen_by_default`` (else the first that fits). So ``--engineer spade`` alone means the pool
-    testbed and the self-play trainer.
+    ``chosen_by_default`` (else the first that fits). So an engineer that fits only an environment
+    pool, named alone, gets the pool testbed and the trainer that plays its environments.
     """
     engineer = engineer or DEFAULT_ENGINEER
     if testbed is None:

@@ -1,17 +1,19 @@
 """Plots of runs and engineer comparisons (matplotlib, Agg backend, PNG).
 
-Data extraction is pure (``RunSummary.load`` reads a run dir; ``rates_by_size`` reads flat eval
-metrics); the ``plot_*`` functions take plain arrays and write one PNG each, always at
-``FIGSIZE`` inches × ``DPI`` (so a figure's pixel size is known in advance).
+Data extraction is pure (``RunSummary.load`` reads a run dir; ``rates_by_bucket`` and
+``group_rates`` read flat eval metrics); the ``plot_*`` functions take plain arrays and write one
+PNG each, always at ``FIGSIZE`` inches × ``DPI`` (so a figure's pixel size is known in advance).
+Which metrics are rates, how groups are named, what a bucket is and in which order buckets are
+drawn is the run's testbed's ``ReportLayout`` (``Testbed.report_layout``, ``layout_of``).
 
 * ``plot_score_curves`` — eval score per round per engineer: the mean over seeds and its 95%
   percentile-bootstrap interval (``curriculum.stats``) as a band.
-* ``plot_final_by_size`` — final valid and optimal rate per map size (mean over the eval suites'
-  agent counts, then over seeds, with 95% bootstrap error bars), one bar group per size.
-* ``plot_distribution`` — the training distribution chosen per round: the data ratio of every
-  size in every round (mean over seeds), one heat map per engineer.
+* ``plot_final_by_size`` — each declared rate's final value per bucket (mean over the eval's
+  groups, then over seeds, with 95% bootstrap error bars), one bar group per bucket.
+* ``plot_distribution`` — the training distribution chosen per round: the share of every
+  bucket in every round (mean over seeds), one heat map per engineer.
 * ``report_run`` — the single-run versions (``curriculum report RUN_DIR``): eval metrics per
-  round, valid rate per map size per round, and the training distribution per round.
+  round, the first declared rate per bucket per round, and the training distribution per round.
 
 Every score is on the run's **test** suite (``RunSummary.suite``) when it has one; run dirs
 written before runs had two suites load with their one eval suite, labelled
@@ -21,68 +23,73 @@ written before runs had two suites load with their one eval suite, labelled
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from curriculum.core.metrics import parse_metrics
+from curriculum.core.reporting import ReportLayout, ReportRate, natural_key
 from curriculum.stats import bootstrap_mean_ci_columns
 
 FIGSIZE: tuple[float, float] = (10.0, 6.0)
 """Figure size in inches of every plot."""
 DPI = 100
 """Dots per inch: every PNG is FIGSIZE × DPI = 1000 × 600 pixels."""
-
-RATE_METRICS = ("valid_rate", "optimal_rate")
-"""Per-bucket rate metrics of check-based testbeds (MAPF), keyed ``<kind>_rate/<suite>/<size>``."""
-LEVEL_METRIC = "accuracy"
-"""The per-bucket metric of levelled bucket spaces (reasoning-gym), keyed ``accuracy/<task>/L<level>``."""
+LINE_STYLES = ("-", "--", ":", "-.")
+"""Line style of each declared rate's per-group lines, in the layout's order."""
 
 
-def bucket_order(size: str) -> tuple[int, str, int]:
-    """Plot order of buckets: MAPF sizes by side; ``<task>:<level>`` buckets by task, then level."""
-    side, x, other = size.partition("x")
-    if x and side.isdigit() and other.isdigit():
-        return (int(side), "", 0)
-    task, _, level = size.rpartition(":")
-    return (0, task, int(level)) if level.isdigit() else (0, size, 0)
+def layout_of(testbed: str | None) -> ReportLayout:
+    """The ``ReportLayout`` the testbed named ``testbed`` declares, its ``bucket_label`` filled
+    in (from its ``BucketSpace``'s unit, else ``bucket``); the default layout for a name the
+    registry does not know (a plugin not installed here)."""
+    from curriculum.core.spaces import BucketSpace
+    from curriculum.registry import TESTBEDS
+
+    if testbed is None or testbed not in TESTBEDS.names():
+        return replace(ReportLayout(), bucket_label="bucket")
+    cls = TESTBEDS.get(testbed).load()
+    layout = getattr(cls, "report_layout", None) or ReportLayout()
+    if layout.bucket_label is None:
+        space = getattr(cls, "proposal_space", None)
+        layout = replace(layout, bucket_label=space.unit if isinstance(space, BucketSpace) else "bucket")
+    return layout
 
 
-def _is_size(cell: str | None) -> bool:
-    side, x, other = (cell or "").partition("x")
-    return bool(x) and side.isdigit() and other.isdigit()
+def run_layout(run_dir: str | Path) -> ReportLayout:
+    """``layout_of`` the testbed a run directory's config names (the default layout when its
+    config cannot be read: the reports then show no rates)."""
+    from curriculum.config import ConfigError
+    from curriculum.rundir import RunDir
+
+    try:
+        return layout_of(RunDir.open(run_dir).saved_config().testbed.name)
+    except (ConfigError, OSError, ValueError):
+        return layout_of(None)
 
 
-def rates_by_size(metrics: dict[str, float], kind: str = "valid") -> dict[str, float]:
-    """Per map size, the mean of ``<kind>_rate/<k>agents/<size>`` over the agent counts present;
-    per ``<task>:<level>`` bucket its ``accuracy/<task>/L<level>`` (both kinds: a reasoning-gym
-    answer is right or wrong). Keys are read as ``MetricKey``s."""
+def rates_by_bucket(metrics: dict[str, float], rate: ReportRate | str,
+                    layout: ReportLayout | None = None) -> dict[str, float]:
+    """Per bucket, the mean of ``<metric>/<group>/<bucket>`` over the groups present (a levelled
+    cell ``L<n>`` is its bucket ``<group>:<n>``), in the layout's bucket order. Keys are read as
+    ``MetricKey``s."""
+    metric = rate.metric if isinstance(rate, ReportRate) else rate
     acc: dict[str, list[float]] = {}
     for key, value in parse_metrics(metrics).items():
-        if key.metric == f"{kind}_rate" and key.metric in RATE_METRICS and _suite_agents(key.group) is not None \
-                and _is_size(key.cell):
-            acc.setdefault(key.cell, []).append(float(value))
-        elif key.metric == LEVEL_METRIC and key.level is not None:
+        if key.metric == metric and key.cell is not None:
             acc.setdefault(key.bucket, []).append(float(value))
-    return {s: float(np.mean(acc[s])) for s in sorted(acc, key=bucket_order)}
+    order = (layout or ReportLayout()).bucket_order
+    return {b: float(np.mean(acc[b])) for b in sorted(acc, key=order)}
 
 
-def _suite_agents(group: str | None) -> int | None:
-    """The agent count of a MAPF suite name ``<k>agents``, else ``None``."""
-    count = (group or "").removesuffix("agents")
-    return int(count) if group and group.endswith("agents") and count.isdigit() else None
-
-
-def suite_rates(metrics: dict[str, float], kind: str = "valid") -> dict[int, float]:
-    """Agent count → ``<kind>_rate/<k>agents``."""
-    out = {}
-    for key, value in parse_metrics(metrics).items():
-        agents = _suite_agents(key.group)
-        if key.metric == f"{kind}_rate" and key.cell is None and agents is not None:
-            out[agents] = float(value)
-    return dict(sorted(out.items()))
+def group_rates(metrics: dict[str, float], rate: ReportRate | str) -> dict[str, float]:
+    """Group → ``<metric>/<group>``, groups in natural order (``natural_key``)."""
+    metric = rate.metric if isinstance(rate, ReportRate) else rate
+    out = {key.group: float(value) for key, value in parse_metrics(metrics).items()
+           if key.metric == metric and key.group is not None and key.cell is None}
+    return {g: out[g] for g in sorted(out, key=natural_key)}
 
 
 def training_shares(testbed: str, proposal: dict[str, Any]) -> dict[str, float]:
@@ -140,6 +147,8 @@ class RunSummary:
     answers: list[tuple[int, int]] = field(default_factory=list)
     """Per completed round: the engineer model's answers and how many of them were the prompt's
     example (``curriculum.answers.round_answers``; (0, 0) for an engineer that asks no model)."""
+    layout: ReportLayout = field(default_factory=lambda: layout_of(None))
+    """How its testbed's eval metrics read (``layout_of``)."""
 
     @property
     def complete(self) -> bool:
@@ -180,7 +189,8 @@ class RunSummary:
                    config=config.model_dump(mode="json"), suite=suite,
                    validation_scores=[r.eval.score for r in history],
                    zero_spread_share=[float(r.train_metrics.get("zero_spread_share", float("nan"))) for r in history],
-                   answers=[round_answers(r.design.diagnostics if r.design else {}) for r in history])
+                   answers=[round_answers(r.design.diagnostics if r.design else {}) for r in history],
+                   layout=layout_of(config.testbed.name))
 
 
 # --------------------------------------------------------------------------------------------
@@ -226,41 +236,50 @@ def plot_score_curves(curves: dict[str, np.ndarray], path: Path, *, title: str =
 
 
 def plot_final_by_size(final: dict[str, dict[str, np.ndarray]], sizes: Sequence[str], path: Path, *,
-                       title: str = "Final valid and optimal rate per map size") -> Path:
-    """``final``: engineer → {"valid": (seeds × sizes), "optimal": (seeds × sizes)}."""
+                       layout: ReportLayout, title: str | None = None) -> Path:
+    """``final``: engineer → {rate name: (seeds × buckets)}, one panel per rate of ``layout``
+    (a layout without rates: one panel saying so)."""
     plt = _pyplot()
-    fig, axes = plt.subplots(1, 2, figsize=FIGSIZE, layout="constrained", sharey=True)
+    rates = layout.rates
+    fig, axes = plt.subplots(1, max(1, len(rates)), figsize=FIGSIZE, layout="constrained", sharey=True,
+                             squeeze=False)
+    axes = axes[0]
+    unit = layout.bucket_label or "bucket"
+    fig.suptitle(title or f"Final {layout.rates_title} per {unit}")
+    if not rates:
+        axes[0].axis("off")
+        axes[0].text(0.5, 0.5, "the testbed declares no rates per bucket", ha="center", va="center")
+        return _save(fig, path)
     names = list(final)
     width = 0.8 / max(1, len(names))
     x = np.arange(len(sizes))
-    for ax, kind in zip(axes, ("valid", "optimal")):
+    for ax, rate in zip(axes, rates):
         for i, name in enumerate(names):
-            m = np.atleast_2d(np.asarray(final[name][kind], dtype=float))
+            m = np.atleast_2d(np.asarray(final[name][rate.name], dtype=float))
             intervals = bootstrap_mean_ci_columns(m)
             mean = np.array([iv.mean for iv in intervals])
             err = np.array([[iv.mean - iv.low for iv in intervals], [iv.high - iv.mean for iv in intervals]])
             ax.bar(x + (i - (len(names) - 1) / 2) * width, mean, width, yerr=err, capsize=2, label=name)
         ax.set_xticks(x, list(sizes), rotation=45)
-        ax.set_title(f"{kind} rate")
-        ax.set_xlabel("map size")
+        ax.set_title(rate.title)
+        ax.set_xlabel(unit)
         ax.set_ylim(0, 1.05)
         ax.grid(axis="y", alpha=0.3)
     axes[0].set_ylabel("rate (mean over seeds, 95% CI)")
     axes[0].legend()
-    fig.suptitle(title)
     return _save(fig, path)
 
 
 def plot_distribution(dist: dict[str, np.ndarray], sizes: Sequence[str], path: Path, *,
-                      title: str = "Training distribution per round (data ratio by map size)") -> Path:
-    """``dist``: engineer → (rounds × sizes) data ratios (mean over seeds); one heat map each."""
+                      title: str | None = None, bucket_label: str = "bucket") -> Path:
+    """``dist``: engineer → (rounds × buckets) shares (mean over seeds); one heat map each."""
     plt = _pyplot()
     names = list(dist)
     fig, axes = plt.subplots(1, len(names), figsize=FIGSIZE, layout="constrained", squeeze=False)
     image = None
     for ax, name in zip(axes[0], names):
         m = np.atleast_2d(np.asarray(dist[name], dtype=float))
-        if m.size == 0:  # a proposal without buckets (SPADE's environment pool)
+        if m.size == 0:  # a proposal without buckets (an environment pool)
             ax.axis("off")
             ax.text(0.5, 0.5, f"{name}: the proposal has no buckets", ha="center", va="center")
             continue
@@ -268,17 +287,17 @@ def plot_distribution(dist: dict[str, np.ndarray], sizes: Sequence[str], path: P
         ax.set_title(name)
         ax.set_xticks(np.arange(len(sizes)), list(sizes), rotation=90)
         ax.set_yticks(np.arange(m.shape[0]))
-        ax.set_xlabel("map size")
+        ax.set_xlabel(bucket_label)
     axes[0][0].set_ylabel("round")
     if image is not None:
         fig.colorbar(image, ax=axes[0].tolist(), label="data ratio")
-    fig.suptitle(title)
+    fig.suptitle(title or f"Training distribution per round (data ratio by {bucket_label})")
     return _save(fig, path)
 
 
 def plot_run_metrics(summary: RunSummary, path: Path) -> Path:
-    """One run: score and per-suite valid/optimal rates per round (left); valid rate per size
-    per round as a heat map (right)."""
+    """One run: score and each declared rate per group per round (left); the first declared rate
+    per bucket per round as a heat map (right)."""
     plt = _pyplot()
     fig, (left, right) = plt.subplots(1, 2, figsize=FIGSIZE, layout="constrained")
     # The evals before round 0 (baseline, warm start) come first on the x axis.
@@ -292,11 +311,7 @@ def plot_run_metrics(summary: RunSummary, path: Path) -> Path:
     if summary.suite == "test" and summary.validation_scores:  # what the engineer read
         left.plot(x[len(pre):], summary.validation_scores, marker="o", linewidth=1.5, color="grey",
                   label="score (validation)")
-    suites = sorted({k for m in metrics for k in suite_rates(m)})
-    for kind, style in (("valid", "-"), ("optimal", "--")):
-        for k in suites:
-            left.plot(x, [suite_rates(m, kind).get(k, np.nan) for m in metrics], style,
-                      marker=".", label=f"{kind} {k} agents")
+    _group_lines(left, x, metrics, summary.layout)
     if summary.baseline_score is not None:
         left.axhline(summary.baseline_score, color="grey", linestyle=":", label="untrained")
     left.set_xticks(x, labels)
@@ -306,22 +321,45 @@ def plot_run_metrics(summary: RunSummary, path: Path) -> Path:
     left.grid(alpha=0.3)
     left.legend(fontsize="small")
     left.set_title(f"eval metrics per round, {summary.suite} suite")
-    sizes = sorted({s for m in metrics for s in rates_by_size(m)}, key=bucket_order)
-    if sizes:
-        grid = np.array([[rates_by_size(m).get(s, np.nan) for s in sizes] for m in metrics])
-        image = right.imshow(np.atleast_2d(grid), aspect="auto", cmap="magma", vmin=0, vmax=1)
-        right.set_xticks(np.arange(len(sizes)), sizes, rotation=90)
-        right.set_yticks(x, labels)
-        right.set_xlabel("map size")
-        right.set_ylabel("eval (before round 0, then round)")
-        right.set_title(f"valid rate per map size ({summary.suite} suite)")
-        fig.colorbar(image, ax=right)
-    else:  # a testbed without map sizes (spade_pool, reasoning_gym): nothing to draw per size
-        right.axis("off")
-        right.text(0.5, 0.5, "no per-size eval metrics in this run", ha="center", va="center")
+    _bucket_heatmap(fig, right, x, labels, metrics, summary)
     note = " — SIMULATED learner" if summary.simulated else ""
     fig.suptitle(f"{summary.path.name}: {summary.engineer}, seed {summary.seed}{note}")
     return _save(fig, path)
+
+
+def _group_lines(ax: Any, x: np.ndarray, metrics: list[dict[str, float]], layout: ReportLayout) -> None:
+    """Each declared rate's per-group values per eval, one line per group the layout names."""
+    if not layout.rates:
+        return
+    first = layout.rates[0]
+    groups = sorted({g for m in metrics for g in group_rates(m, first) if layout.group_label(g) is not None},
+                    key=natural_key)
+    for rate, style in zip(layout.rates, LINE_STYLES):
+        for group in groups:
+            ax.plot(x, [group_rates(m, rate).get(group, np.nan) for m in metrics], style,
+                    marker=".", label=f"{rate.name} {layout.group_label(group)}")
+
+
+def _bucket_heatmap(fig: Any, ax: Any, x: np.ndarray, labels: list[str], metrics: list[dict[str, float]],
+                    summary: RunSummary) -> None:
+    """The first declared rate per bucket (columns) per eval (rows), or a note when there is none."""
+    layout = summary.layout
+    unit = layout.bucket_label or "bucket"
+    rate = layout.rates[0] if layout.rates else None
+    by_bucket = [rates_by_bucket(m, rate, layout) for m in metrics] if rate is not None else []
+    sizes = sorted({s for r in by_bucket for s in r}, key=layout.bucket_order)
+    if not sizes:  # a testbed without per-bucket rates (an environment pool): nothing to draw
+        ax.axis("off")
+        ax.text(0.5, 0.5, f"no per-{unit} eval metrics in this run", ha="center", va="center")
+        return
+    grid = np.array([[r.get(s, np.nan) for s in sizes] for r in by_bucket])
+    image = ax.imshow(np.atleast_2d(grid), aspect="auto", cmap="magma", vmin=0, vmax=1)
+    ax.set_xticks(np.arange(len(sizes)), sizes, rotation=90)
+    ax.set_yticks(x, labels)
+    ax.set_xlabel(unit)
+    ax.set_ylabel("eval (before round 0, then round)")
+    ax.set_title(f"{rate.title} per {unit} ({summary.suite} suite)")
+    fig.colorbar(image, ax=ax)
 
 
 def report_run(run_dir: str | Path) -> list[Path]:
@@ -336,5 +374,6 @@ def report_run(run_dir: str | Path) -> list[Path]:
     return [
         plot_run_metrics(summary, out / "eval_metrics.png"),
         plot_distribution({summary.engineer: dist}, sizes, out / "training_distribution.png",
-                          title=f"Training distribution per round{note}"),
+                          title=f"Training distribution per round{note}",
+                          bucket_label=summary.layout.bucket_label or "bucket"),
     ]

@@ -13,7 +13,7 @@ Layout::
         train_metrics.json
         eval.json               EvalReport on the validation suite (what engineers read)
         test_eval.json          EvalReport on the test suite (what reports score on), when run
-        env_outcomes.json       per-environment play results (SPADE), when the trainer has any
+        env_outcomes.json       per-environment play results, when the trainer has any
         design.json             DesignRecord: engineer input/output, projected proposal, changes
         engineer_prompt.txt     what the engineer's model read (when it used one)
         engineer_output.txt     what it wrote

@@ -22,6 +22,7 @@ from curriculum.answers import round_answers
 from curriculum.console import eval_table, proposal_table
 from curriculum.core.records import LEGACY_SUITE, suite_label
 from curriculum.core.terminal import terminal_safe
+from curriculum.report import run_layout
 from curriculum.rundir import RunDir
 
 
@@ -72,11 +73,14 @@ def _show_rounds(run: RunDir, run_dir: Path, rounds: list[int], console: Console
 def _show_round(run: RunDir, round_index: int, console: Console) -> None:
     """One round: the proposal trained on, its evals, and the engineer's prompt, output and changes."""
     report = run.load_round(round_index)
+    layout = run_layout(run.path)
     console.rule(f"round {round_index}: proposal trained on")
     console.print(proposal_table(report.proposal))
     if report.test is not None:
-        console.print(eval_table(report.test, title=f"round {round_index} test suite (reported; not shown to the engineer)"))
-    console.print(eval_table(report.eval, title=f"round {round_index} {suite_label(report.eval)} suite (what the engineer read)"))
+        console.print(eval_table(report.test, title=f"round {round_index} test suite (reported; not shown to the engineer)",
+                                 layout=layout))
+    console.print(eval_table(report.eval, title=f"round {round_index} {suite_label(report.eval)} suite (what the engineer read)",
+                             layout=layout))
     design = report.design
     if design is None:
         console.print("no design (last round)")
@@ -107,7 +111,7 @@ def _show_round(run: RunDir, round_index: int, console: Console) -> None:
 
 def engineer_view(run_dir: Path, item: str | None = None):
     """``curriculum show --envs`` / ``--env ITEM``: what the run's engineer kept in its run dir
-    (``Engineer.run_view``; SPADE: the environments it designed)."""
+    (``Engineer.run_view``; e.g. the environments it designed)."""
     from curriculum.config import ConfigError, section_name
     from curriculum.registry import DEFAULT_ENGINEER, ENGINEERS, UnknownName
 

@@ -15,7 +15,7 @@ checks both give the same compare). With R rounds this saves (E − 1)/E of roun
 a third of the compute of a three-round comparison, and the warm start and pre-training evals of
 every run but one.
 
-An engineer that can change round 0 (SPADE adds its designer's warm-start examples) declares
+An engineer that can change round 0 (one that adds warm-start examples of its own) declares
 ``Engineer.shapes_round0`` and runs its own round 0; so does one that overrides
 ``Engineer.initial_design`` (it may design round 0's proposal).
 """

@@ -6,17 +6,17 @@ Token counts (``Work``: generated, decode steps, prefilled, trained), for one ro
                                                                    steps x prompts x generations)
                + eval prompts x eval tokens                       (``Testbed.eval_budget``)
                + the engineer's model calls x new tokens          (``Engineer.design_budget``)
-               + SPADE's designs and episodes                     (``trainers/plan.py``)
+               + a self-play trainer's designs and episodes       (its ``training_budget``)
     steps      = sequential decode steps: the rows of one generate call decode together, one step
                  per new token, so a call of R rows x T tokens is T steps (and R·T generated tokens)
                    GRPO    one call of prompts_per_step x num_generations rows per optimizer step
                    eval    ceil(prompts / generation.batch_size) calls of eval tokens
                    design  one row per engineer call (calls x new tokens steps)
-                   SPADE   designs in calls of generation.batch_size rows; episodes turn by turn in
+                   play    designs in calls of generation.batch_size rows; episodes turn by turn in
                            calls of play.batch_size rows, every episode max_turns turns long and
                            every turn at max_new_tokens_per_turn (conservative: most stop earlier)
     prefilled  = prompts x PROMPT_TOKENS (GRPO and eval; a GRPO prompt once for all its samples)
-                 + the engineer's prompts (SPADE counts its own)
+                 + the engineer's prompts (a self-play trainer counts its own)
     trained    = training samples x (PROMPT_TOKENS + max completion tokens)
 
 once, outside the rounds: before round 0 (``eval_before_training``) the baseline eval and a second
@@ -41,10 +41,10 @@ k/L: ``model.trainable_layers`` of the model's L decoder layers (``plan.model_sh
 top k train (``trainers.models.freeze_lower_layers``), so the backward pass (4N: gradients of
 activations and of weights) runs through k/L of the model; without ``trainable_layers``, or with
 L unknown, k/L = 1, i.e. the usual 6N. Gradient checkpointing's recompute (+2N·k/L) is not
-counted (``plan.step_seconds`` counts it for the SPADE step time).
+counted (``plan.step_seconds`` counts it for a self-play trainer's step time).
 
 Completions are counted at their token limit, prompts at PROMPT_TOKENS: an upper bound for runs
-whose answers stop early or whose prompts are shorter (the MAPF CPU demo's are ~180-200 tokens).
+whose answers stop early or whose prompts are shorter (``make demo``'s are ~180-200 tokens).
 
 The machine. On a GPU, F is the ``--gpu`` model's bf16 peak times the processes, B is infinite (no
 step term, as before: U_gen = ``plan.GEN_UTILISATION`` per generated token covers decoding),
@@ -80,7 +80,7 @@ CPU_TRAIN_UTILISATION, leaving ~0.59 s per step, of which 0.54 GB / 10 GB/s for 
 share: long single-row contexts, such as an engineer's 2,000-token prompt, decode slower.)"""
 CPU_TRAIN_UTILISATION = 0.70
 """Share of the measured matmul FLOP/s that a training forward and backward pass, and a prompt's
-prefill, reaches on a CPU. Calibrated on the MAPF CPU demo's warm-start step on the 2-core AVX2
+prefill, reaches on a CPU. Calibrated on ``make demo``'s warm-start step on the 2-core AVX2
 machine (65-70 GFLOP/s): 8 x ~244 tokens at 2N + 4N·15/30 FLOPs per token in 21.1 s, 0.71-0.77;
 with every layer trained (6N) in 29.4 s, 0.77-0.82 (docs/results.md, "How fast is each stage")."""
 ROUND_OVERHEAD_S = 20.0

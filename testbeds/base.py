@@ -35,6 +35,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from curriculum.core.presets import Preset
+from curriculum.core.reporting import ReportLayout
 from curriculum.core.spaces import ProposalSpace
 from curriculum.core.types import Change, Completion, EvalReport, Policy, Task
 
@@ -68,7 +69,8 @@ class Testbed(ABC):
     config_class: ClassVar[type[BaseModel]]
     """The pydantic model of its config section (``testbed:`` in a run's config)."""
     task_kinds: ClassVar[tuple[str, ...]]
-    """The kinds of task it samples (``curriculum.core.spaces.TASK_KINDS``); trainers fit by these."""
+    """The kinds of task it samples (``curriculum.core.spaces.TASK_KINDS``, or kinds of its own,
+    ``is_task_kind`` names); trainers fit by these."""
     default_trainer: ClassVar[str | None] = None
     """Optional: the trainer a run that names none gets, when it is registered and fits (else the
     first registered trainer that fits)."""
@@ -150,6 +152,11 @@ class Testbed(ABC):
     """The shipped run configs for this testbed, by machine, trainer and engineer: what ``curriculum
     run`` without ``--config`` starts from (``curriculum.presets.choose_preset``; the first that
     fits wins, one written for the engineer before a generic one)."""
+
+    report_layout: ClassVar[ReportLayout] = ReportLayout()
+    """How ``curriculum report``, ``compare`` and ``show`` read its eval metrics: which rates they
+    summarise, per group and per bucket, what the score is, what a bucket is and in which order
+    buckets are drawn (``curriculum.core.reporting``). Default: no rates, the score only."""
 
     compare_configs: ClassVar[dict[str, str]] = {}
     """Trainer name → the shipped run config (relative to the repository root) that ``curriculum

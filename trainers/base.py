@@ -48,11 +48,15 @@ class Trainer(ABC, Generic[ConfigT]):
     config_class: ClassVar[type[BaseModel]]
     """The pydantic model of its config section (``trainer:`` in a run's config)."""
     trains_on: ClassVar[str]
-    """The task kind it needs (``curriculum.core.spaces.TASK_KINDS``); testbeds whose tasks are of
-    that kind fit."""
+    """The task kind it needs (one of ``curriculum.core.spaces.TASK_KINDS``, or a kind a testbed
+    declares of its own); testbeds whose tasks are of that kind fit."""
     trains: ClassVar[bool] = True
     """Whether ``train_round`` trains; ``False``: it only evaluates (``policy()`` is fixed, the run
     must have ``rounds: 0`` and ``train_round`` refuses), as the endpoint trainer."""
+    summary_metrics: ClassVar[tuple[str, ...]] = ()
+    """Prefixes of its own training metrics (``train_round``'s; the selfplay trainer's
+    ``"spade/"``) that a run's round summary shows beside the common ones (``curriculum.console``);
+    the rest stay in the run dir's metrics stream."""
     chosen_by_default: ClassVar[bool] = True
     """Whether a run that names no trainer may get this one when its testbed's ``default_trainer``
     does not apply (the first registered such trainer that fits); ``False``: only when named."""

@@ -249,6 +249,8 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
 
     config_class = SelfPlayConfig
     trains_on = "pool"
+    summary_metrics = ("spade/",)
+    """Designer reward parts, regret, win rates with and without hint, admission by reason."""
     description = "SPADE co-training: one policy as designer and agent (GRPO via TRL rollout_func)."
 
     @classmethod

@@ -32,8 +32,10 @@ Modules:
 * ``metrics`` — ``MetricKey``, the typed name of a flat eval metric (``valid_rate/3agents/5x5``);
 * ``records`` — ``Design`` (with its typed ``Diagnostics``), ``DesignRecord``, ``RoundReport``
   (what engineers read);
-* ``pool`` — the one schema of SPADE's environment pool: ``PoolEnvironment``, ``DesignSample``,
-  ``EnvOutcome``, their task encoding, ``program_hash`` and the pool file;
+* ``pool`` — the one schema of an environment pool of programs: ``PoolEnvironment``,
+  ``DesignSample``, ``EnvOutcome``, their task encoding, ``program_hash``, pool files;
+* ``reporting`` — ``ReportLayout``: how reports read a testbed's eval metrics (which are rates,
+  per group and per bucket; what a bucket is; their order);
 * ``distributed`` — who decides and writes under ``accelerate launch``;
 * ``paths`` — on-disk cache locations.
 """

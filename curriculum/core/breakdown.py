@@ -3,9 +3,10 @@
 One typed record for every testbed, with one section per way a testbed groups its results;
 a testbed fills the sections that fit it and leaves the others empty:
 
-* ``suites`` — check-based evals (MAPF): per eval suite (``"3agents"``), its aggregate
-  ``SuiteResult`` (instances, valid rate = every check passed, optimal rate, failures per check,
-  mean response tokens, mean cost ratio) and the same per bucket (map size) in ``sizes``;
+* ``suites`` — check-based evals (e.g. plans checked step by step): per eval suite (e.g.
+  ``"3agents"``), its aggregate ``SuiteResult`` (instances, valid rate = every check passed,
+  optimal rate, failures per check, mean response tokens, mean cost ratio) and the same per
+  bucket (e.g. grid size) in ``sizes``;
 * ``buckets`` — evals that score answers into outcomes (reasoning_gym): per bucket of the
   testbed's ``BucketSpace``, ``OutcomeCounts`` (answers, fully correct ones, and a count per
   failure kind such as ``partial``, ``wrong``, ``no_answer``);
@@ -13,7 +14,7 @@ a testbed fills the sections that fit it and leaves the others empty:
   reasoning-gym dataset its mean score; per tool-use metric its value).
 
 The on-disk form is the model's JSON dump. Breakdowns written before this record existed load
-unchanged: a MAPF dump is already this shape, a reasoning_gym ``{"buckets": {b: {"n", "correct",
+unchanged: a check-based dump is already this shape, a reasoning_gym ``{"buckets": {b: {"n", "correct",
 "partial", ...}}}`` folds its flat counts into ``OutcomeCounts.failures``, and any other
 top-level key whose value maps names to numbers (the held-out testbed's ``{"reasoning_gym":
 {...}}`` and ``{"tools": {...}}``) is read as a ``rates`` group. Anything else is an error that
@@ -32,7 +33,7 @@ SECTIONS = ("suites", "buckets", "rates")
 
 
 class SuiteCell(BaseModel):
-    """Results of one eval suite on one bucket (MAPF: one map size), or aggregated over buckets."""
+    """Results of one eval suite on one bucket (e.g. one grid size), or aggregated over buckets."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -55,9 +56,9 @@ class SuiteResult(SuiteCell):
     """One eval suite aggregated over its buckets, with the per-bucket table."""
 
     agents: int | None = None
-    """The suite's agent count, for multi-agent testbeds (MAPF); ``None`` otherwise."""
+    """The suite's agent count, for multi-agent testbeds; ``None`` otherwise."""
     sizes: dict[str, SuiteCell] = Field(default_factory=dict)
-    """Per bucket (MAPF: map size ``"3x3"`` … ``"10x10"``), in the testbed's bucket order."""
+    """Per bucket (e.g. grid size ``"3x3"`` … ``"10x10"``), in the testbed's bucket order."""
 
 
 class OutcomeCounts(BaseModel):
@@ -89,7 +90,7 @@ class EvalBreakdown(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     suites: dict[str, SuiteResult] = Field(default_factory=dict)
-    """Per eval suite (MAPF: keyed ``"{k}agents"``): aggregate and per-bucket check results."""
+    """Per eval suite (e.g. keyed ``"{k}agents"``): aggregate and per-bucket check results."""
     buckets: dict[str, OutcomeCounts] = Field(default_factory=dict)
     """Per bucket of the testbed's ``BucketSpace``: how its answers ended."""
     rates: dict[str, dict[str, float]] = Field(default_factory=dict)

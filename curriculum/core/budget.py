@@ -16,13 +16,13 @@ import math
 from dataclasses import dataclass, field
 
 PROMPT_TOKENS = 400
-"""Assumed prompt length of one training or eval task (a MAPF prompt of a mid-sized map)."""
+"""Assumed prompt length of one training or eval task (a grid-world prompt of a mid-sized grid)."""
 WARMSTART_FILL = 0.43
 """Tokens of one warm-start example over PROMPT_TOKENS + trainer.max_completion_length (a
 reference answer is shorter than the completion limit, a prompt often shorter than PROMPT_TOKENS):
-the mean of the two CPU demos' measured ratios. MAPF: ~244 / (400 + 128) = 0.46. SPADE games:
-48 design examples of ~826 tokens and 96 agent moves of ~133 (token counts of a SPADE games
-warm start on the long library games), 364 / (400 + 512) = 0.40."""
+the mean of the two CPU demos' measured ratios. The path-finding demo: ~244 / (400 + 128) = 0.46;
+the self-play games demo: 48 design examples of ~826 tokens and 96 agent moves of ~133 (token
+counts of its warm start on the long library games), 364 / (400 + 512) = 0.40 (docs/results.md)."""
 
 
 @dataclass(frozen=True)

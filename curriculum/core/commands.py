@@ -1,9 +1,9 @@
 """A plugin's command-line sub-app: how it is declared, and what the controller lends it.
 
-A plugin declares its sub-commands on its class, ``commands = {"mapf":
-"testbeds.mapf_frozenlake.cli:commands"}`` (``Entry.commands`` of its registry entry): each value
+A plugin declares its sub-commands on its class, ``commands = {"grid":
+"testbeds.my_grid.cli:commands"}`` (``Entry.commands`` of its registry entry): each value
 names a function ``commands(host: CommandHost) -> typer.Typer``, and
-``curriculum`` mounts the app it returns under that name (``curriculum mapf solve ...``). The
+``curriculum`` mounts the app it returns under that name (``curriculum grid solve ...``). The
 controller names no plugin's command; the plugin's module imports only the kernel and its own
 code, like the rest of the plugin.
 

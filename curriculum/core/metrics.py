@@ -4,8 +4,9 @@ A flat metric name has up to three ``/``-separated parts, ``<metric>[/<group>[/<
 
 * ``metric`` — what is measured (``valid_rate``, ``optimal_rate``, ``failure_rate``,
   ``accuracy``, ``mean_tokens``, ``cost_ratio``);
-* ``group`` — the eval suite or task it is measured on (MAPF ``"3agents"``; a reasoning_gym task);
-* ``cell`` — the part of that group: a bucket (MAPF map size ``"5x5"``), a level ``L<n>`` of a
+* ``group`` — the eval suite or task it is measured on (a suite of 3-agent instances
+  ``"3agents"``; a reasoning_gym task);
+* ``cell`` — the part of that group: a bucket (a grid size ``"5x5"``), a level ``L<n>`` of a
   levelled bucket, or another sub-key (a failing check's name).
 
 The string (``to_str``) is the on-disk format of run directories and ``compare.json``;

@@ -1,16 +1,22 @@
-"""SPADE's environment pool, as one typed schema shared by engineer, testbed and trainer.
+"""An environment pool of programs, as one typed schema shared by engineer, testbed and trainer.
+
+A testbed whose proposal space is a ``PoolSpace`` (``curriculum.core.spaces``) trains on
+environments written as programs: an engineer designs and admits them, the testbed's proposal
+lists them, a trainer plays them (and may train the designer on the designs). This module is what
+the three exchange:
 
 * ``PoolEnvironment`` — an admitted environment program (``hash``, ``setting``, ``skill``,
-  ``hint``, ``program``): what the ``spade`` engineer admits, what the ``spade_pool`` testbed's
-  proposal lists, what the ``selfplay`` trainer plays.
+  ``hint``, ``program``): what the engineer admits, what the testbed's proposal lists, what the
+  trainer plays.
 * ``DesignSample`` — one design generation with its admission verdict: the designer's training
   row, from the engineer through the proposal to the trainer.
 * ``EnvOutcome`` — what the trainer's plays measured for one environment (regret, win rates);
   it returns to the engineer in ``RoundReport.env_outcomes``.
 
 ``env_task`` / ``design_task`` put a pool item into a ``Task`` and ``pool_item`` reads it back,
-so the payload is written and read in one place. ``save_pool`` / ``load_pool`` keep a run's
-current pool as JSON lines (``POOL_FILE``) for a later run to start from.
+so the payload is written and read in one place. ``write_pool_file`` / ``read_pool_file`` keep
+a pool as JSON lines, one ``PoolEnvironment`` per line, for a later run to start from (the plugin
+that saves a run's pool names the file).
 """
 
 from __future__ import annotations
@@ -27,10 +33,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from curriculum.core.types import Task
 
 Setting = Literal["games", "tools"]
-"""SPADE's two settings: single-player text games, or tool use over a backend state."""
-
-POOL_FILE = "spade_pool.jsonl"
-"""The pool a run's engineer last handed on, one ``PoolEnvironment`` per line."""
+"""The two settings of a pool's environments: single-player text games, or tool use over a
+backend state."""
 
 
 def program_hash(program: str) -> str:
@@ -89,7 +93,7 @@ class DesignSample(BaseModel):
 
 
 class EnvOutcome(BaseModel):
-    """What one rollout step's plays measured for one environment (the SPADE paper)."""
+    """What one rollout step's plays measured for one environment, with and without its hint."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -138,19 +142,16 @@ def pool_item(task: Task) -> PoolEnvironment | DesignSample:
     raise ValueError(f"task {task.id!r} is not a pool task (data.kind must be 'env' or 'design', got {kind!r})")
 
 
-def save_pool(directory: str | Path, envs: Iterable[PoolEnvironment]) -> Path:
-    """Write ``directory/POOL_FILE`` atomically (temporary file, then rename)."""
-    path = Path(directory) / POOL_FILE
+def write_pool_file(path: str | Path, envs: Iterable[PoolEnvironment]) -> Path:
+    """Write ``envs`` to the JSON-lines file ``path`` atomically (temporary file, then rename)."""
+    path = Path(path)
     tmp = path.with_suffix(".jsonl.tmp")
     tmp.write_text("".join(json.dumps(e.model_dump(mode="json"), sort_keys=True) + "\n" for e in envs))
     os.replace(tmp, path)
     return path
 
 
-def load_pool(directory: str | Path) -> list[PoolEnvironment]:
-    """The pool saved by ``save_pool``; FileNotFoundError naming the file when there is none."""
-    path = Path(directory) / POOL_FILE
-    if not path.is_file():
-        raise FileNotFoundError(f"{path} not found: {directory} is not the run directory of a SPADE run "
-                                "whose engineer designed at least once")
+def read_pool_file(path: str | Path) -> list[PoolEnvironment]:
+    """The pool ``write_pool_file`` wrote to ``path`` (a missing file: ``FileNotFoundError``)."""
+    path = Path(path)
     return [PoolEnvironment.model_validate_json(line) for line in path.read_text().splitlines() if line.strip()]

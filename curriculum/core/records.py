@@ -108,8 +108,9 @@ class RoundReport(BaseModel):
     in the engineers' view, for testbeds with one held-out suite, for rounds the run did not
     test (``test_every_round: false``) and in run dirs written before suites were split."""
     env_outcomes: list[EnvOutcome] = Field(default_factory=list)
-    """What the trainer measured per environment it played this round (SPADE's regret and win
-    rates), from ``Trainer.env_outcomes()``; empty for trainers that play no environments."""
+    """What the trainer measured per environment it played this round (regret and win rates,
+    ``curriculum.core.pool.EnvOutcome``), from ``Trainer.env_outcomes()``; empty for trainers
+    that play no environments."""
     design: DesignRecord | None = None
     """The engineer's design for the next round (``None`` after the last round)."""
 

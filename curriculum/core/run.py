@@ -29,9 +29,9 @@ class RunSettings(Protocol):
     trainer: BaseModel
     """The trainer's own section, an instance of its ``config_class``."""
     testbed: BaseModel
-    """The testbed's section (e.g. SPADE's ``setting``)."""
+    """The testbed's section (e.g. a pool testbed's ``setting``)."""
     engineer: BaseModel
-    """The engineer's section (e.g. what a SPADE design call may cost, for ``--dry-run``)."""
+    """The engineer's section (e.g. what one of its design calls may cost, for ``--dry-run``)."""
     rounds: int
     """Number of train → eval → design rounds (0: an eval-only run)."""
     tasks_per_round: int

@@ -9,26 +9,31 @@ Two kinds (``SPACE_KINDS``):
   ``none``) and a natural ``step`` for curricula that nudge it. The proposal stores the buckets
   as ``proposal[container][bucket] = {share_key: s, knob: v, ...}``; ``read`` / ``write``
   translate between that layout and ``{bucket: Bucket(share, knobs)}``, so engineers never
-  name a testbed's keys. MAPF-FrozenLake: buckets ``3x3`` … ``10x10``, share ``data_ratio``,
-  knobs ``hole_ratio`` and ``wait_ratio``. A reasoning-gym testbed: buckets = datasets, knobs =
-  their difficulty attributes.
-* ``PoolSpace`` (kind ``environment_pool``) — a pool of environment programs (SPADE,
-  ``curriculum.core.pool``).
+  name a testbed's keys. E.g. a grid-world generator: buckets = grid sizes ``3x3`` … ``10x10``
+  (unit ``grid size``), share ``data_ratio``, knobs a density of obstacles and a share of
+  instances that need waiting; a procedural-task suite: buckets = datasets or their levels, knobs
+  = their difficulty attributes.
+* ``PoolSpace`` (kind ``environment_pool``) — a pool of environment programs that engineers add
+  and retire (``curriculum.core.pool``).
 
 Plugins declare what they fit in the registry by these kinds (``curriculum.registry``); an
 engineer that fits ``ANY`` only uses the testbed's own ``initial_proposal`` /
 ``random_proposal`` (the ``fixed`` and ``random`` baselines).
 
-Task kinds (``TASK_KINDS``) say what a testbed's tasks are, so a trainer can declare what it
-trains on: ``prompt`` (a single-turn prompt scored by ``testbed.score``), ``pool`` (SPADE's
-environment and design tasks), ``mapf`` (prompts carrying a MAPF-FrozenLake instance, which the
-``simulated`` learner models), ``bucketed`` (prompts naming their bucket of the testbed's
-``BucketSpace`` in ``features["bucket"]``, which the ``simulated`` learner answers: MAPF plans, or
-the testbed's own ``simulated_answer``).
+Task kinds say what a testbed's tasks are, so a trainer can declare what it trains on. The
+kernel names the kinds any plugin may rely on (``TASK_KINDS``): ``prompt`` (a single-turn prompt
+scored by ``testbed.score``), ``pool`` (the environment and design tasks of an environment pool,
+``curriculum.core.pool``), ``bucketed`` (prompts naming their bucket of the testbed's
+``BucketSpace`` in ``features["bucket"]``, which the ``simulated`` learner answers: with the
+testbed's own ``simulated_answer``, or with plan text for a planning testbed it knows). A testbed may declare a kind of its own besides these (any
+``is_task_kind`` name) when its tasks promise more than they do, e.g. a structured instance in
+``Task.data`` that a trainer built for that testbed reads; such a trainer declares the same name,
+and fits only the testbeds that declare it.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -38,8 +43,15 @@ SPACE_KINDS = ("buckets", "environment_pool")
 """Every kind of proposal space a testbed can offer."""
 ANY = "*"
 """An engineer that fits every proposal space."""
-TASK_KINDS = ("prompt", "pool", "mapf", "bucketed")
-"""Every kind of task a testbed can produce (module docstring)."""
+TASK_KINDS = ("prompt", "pool", "bucketed")
+"""The task kinds the kernel defines (module docstring); a testbed may add kinds of its own."""
+_KIND_NAME = re.compile(r"[a-z][a-z0-9_]*")
+
+
+def is_task_kind(name: object) -> bool:
+    """Whether ``name`` can name a task kind: one of ``TASK_KINDS``, or a kind a plugin declares
+    (lower-case letters, digits and ``_``, starting with a letter)."""
+    return isinstance(name, str) and _KIND_NAME.fullmatch(name) is not None
 
 
 class Knob(BaseModel):
@@ -106,7 +118,7 @@ class BucketSpace(BaseModel):
     share_key: str = "share"
     """Key of the share inside a bucket's mapping."""
     unit: str = "bucket"
-    """What one bucket is, for prompts and reports (MAPF: ``map size``)."""
+    """What one bucket is, for prompts and reports (e.g. ``grid size``)."""
 
     @model_validator(mode="after")
     def _valid(self) -> BucketSpace:
@@ -156,7 +168,7 @@ class BucketSpace(BaseModel):
 
 
 class PoolSpace(BaseModel):
-    """A pool of environment programs (SPADE): engineers add and retire environments."""
+    """A pool of environment programs: engineers add and retire environments."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 

@@ -26,7 +26,7 @@ class Task(BaseModel):
     messages: list[dict[str, str]]
     """The chat prompt (``[{"role": ..., "content": ...}, ...]``)."""
     data: dict[str, Any] = Field(default_factory=dict)
-    """Testbed-specific payload used for scoring (e.g. the MAPF instance and its optimal plan)."""
+    """Testbed-specific payload used for scoring (e.g. a planning instance and its optimal plan)."""
     features: dict[str, Any] = Field(default_factory=dict)
     """Descriptive features used in reports and by simulated learners (size, agents, ...)."""
 
@@ -85,9 +85,10 @@ class EvalReport(BaseModel):
     samples: list[dict[str, Any]] = Field(default_factory=list)
     """A few (prompt, response, verdict) examples for inspection."""
     task_scores: dict[str, float] = Field(default_factory=dict)
-    """Each eval task's own result in [0, 1], by task id (MAPF: valid or not). Two evals that share
-    task ids compare task by task (``curriculum eval --against``: gained, lost, a paired interval),
-    which separates a change from instance-to-instance noise far better than two pooled rates."""
+    """Each eval task's own result in [0, 1], by task id (e.g. 1 for a valid plan, 0 otherwise).
+    Two evals that share task ids compare task by task (``curriculum eval --against``: gained,
+    lost, a paired interval), which separates a change from instance-to-instance noise far better
+    than two pooled rates."""
     suite: str | None = None
     """Which held-out suite this is: ``"validation"`` (engineers read it) or ``"test"`` (reports
     and ``compare`` score on it; engineers never see it). ``None``: written before runs had two

@@ -14,7 +14,8 @@
   ``MAX_INT_DIGITS`` digits, nesting too deep for the parser, more than ``MAX_LINE_BYTES``) it
   costs only that line. A named file must be a regular file (a device or pipe is refused).
 
-The line-oriented tools (``curriculum mapf solve`` / ``validate``) print exactly one output
+The line-oriented tools (a plugin's ``curriculum NAME`` commands that read JSONL, e.g. a solver
+or a validator over a file of instances) print exactly one output
 line per record and exit with status 1 when any record failed (``EXIT_SOME_FAILED``), 2 when the
 command itself failed (``EXIT_COMMAND_FAILED``: the file could not be read, a bad option).
 """

@@ -156,7 +156,8 @@ def export_pool(run_dir: str | Path, out: str | Path, history: Sequence[RoundRep
     ``out`` (module docstring); returns the
     manifest. ``FileNotFoundError`` without a memory, ``ValueError`` when nothing was admitted or
     ``out`` already holds an export."""
-    from curriculum.core.pool import POOL_FILE, PoolEnvironment, save_pool
+    from curriculum.core.pool import PoolEnvironment
+    from testbeds.spade.saved_pool import POOL_FILE, save_pool
 
     run_dir, out = Path(run_dir), Path(out)
     entries = [e for e in list_envs(run_dir) if e.admitted and e.program]

@@ -41,7 +41,7 @@ from typing import Any, ClassVar
 
 from curriculum.core import distributed
 from curriculum.core.config import ConfigError
-from curriculum.core.pool import POOL_FILE, PoolEnvironment, load_pool, save_pool
+from curriculum.core.pool import PoolEnvironment
 from curriculum.core.records import Design, RoundReport
 from curriculum.core.types import Policy
 from engineers.base import DesignContext, Engineer
@@ -51,6 +51,7 @@ from engineers.spade.designer import Designer, DesignCandidate, RoundSummary, de
 from engineers.spade.memory import Memory
 from testbeds.heldout.games import heldout_names
 from testbeds.sandbox import SandboxPool
+from testbeds.spade.saved_pool import POOL_FILE, load_pool, save_pool
 from testbeds.synthetic import prelude_source
 
 DEFAULT_MAX_NEW_TOKENS = 2048

@@ -26,6 +26,7 @@ from pydantic import BaseModel, Field, field_validator, model_validator
 
 from curriculum.core.config import PluginConfig
 from curriculum.core.presets import Preset
+from curriculum.core.reporting import ReportLayout, ReportRate
 from curriculum.core.spaces import BucketSpace
 from curriculum.core.types import Change, Completion, EvalReport, Policy, Task
 from testbeds.base import Testbed
@@ -141,11 +142,29 @@ class MAPFTestbedConfig(PluginConfig):
         return self
 
 
+class AgentSuitesLayout(ReportLayout):
+    """How reports read this testbed's metrics: valid and optimal rate, per eval suite (one per
+    agent count, ``<k>agents``) and per map size (``suites.flat_metrics``)."""
+
+    def group_label(self, group: str) -> str | None:
+        count = group.removesuffix("agents")
+        return f"{count} agents" if count != group and count.isdigit() else None
+
+
+REPORT_LAYOUT = AgentSuitesLayout(
+    rates=(ReportRate("valid", "valid_rate"), ReportRate("optimal", "optimal_rate")),
+    score="valid rate over all instances of the suite")
+"""What ``curriculum report`` and ``compare`` draw and tabulate; buckets are map sizes
+(``SPACE.unit``), drawn smallest first."""
+
+
 class MAPFTestbed(Testbed):
     """Multi-agent path finding on FrozenLake grids."""
 
     config_class = MAPFTestbedConfig
     task_kinds = ("prompt", "mapf", "bucketed")
+    """``mapf`` is this testbed's own kind: prompts whose ``Task.data`` carries the instance (the
+    ``small`` trainer, built for this testbed, reads it)."""
     default_trainer = "grpo"
     description = ("Multi-agent path finding on FrozenLake grids; the engineer edits per-size "
                    "generator ratios.")
@@ -153,6 +172,7 @@ class MAPFTestbed(Testbed):
 
     proposal_model: ClassVar[type[BaseModel]] = GeneratorConfig
     proposal_space: ClassVar[BucketSpace] = SPACE
+    report_layout: ClassVar[ReportLayout] = REPORT_LAYOUT
 
     def allowed_space(self) -> BucketSpace:
         """``SPACE`` narrowed to ``proposal_limits``: its sizes and its hole and wait ranges."""

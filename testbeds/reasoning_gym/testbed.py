@@ -44,6 +44,7 @@ from curriculum.core.config import PluginConfig
 from curriculum.core.presets import Preset
 from curriculum.core.breakdown import EvalBreakdown, OutcomeCounts
 from curriculum.core.metrics import MetricKey, dump_metrics
+from curriculum.core.reporting import ReportLayout, ReportRate
 from curriculum.core.spaces import BucketSpace
 from curriculum.core.types import Change, Completion, EvalReport, Policy, Task
 from testbeds.base import Testbed
@@ -183,6 +184,10 @@ class ReasoningGymTestbed(Testbed):
     proposal_space: BucketSpace = BucketSpace(buckets=("<task>:<level>",), unit="task level")
     """The kind the registry checks on the class; every instance replaces it with the buckets of its
     configured tasks and levels (they depend on the config, so the class cannot list them)."""
+    report_layout: ClassVar[ReportLayout] = ReportLayout(
+        rates=(ReportRate("accuracy", "accuracy", label="accuracy", column=False),),  # the score itself
+        score="mean over the buckets of the share of answers scoring 1")
+    """Reports draw the accuracy per task level (``accuracy/<task>/L<level>``)."""
 
     def __init__(self, config: ReasoningGymTestbedConfig | None = None, *, seed: int = 0) -> None:
         self.config = config or ReasoningGymTestbedConfig()

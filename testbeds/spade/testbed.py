@@ -33,7 +33,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from curriculum.core.config import PluginConfig
-from curriculum.core.pool import DesignSample, PoolEnvironment, design_task, env_task, load_pool, program_hash
+from curriculum.core.pool import DesignSample, PoolEnvironment, design_task, env_task, program_hash
 from curriculum.core.presets import Preset
 from curriculum.core.spaces import PoolSpace
 from curriculum.core.types import Change, Completion, EvalReport, Policy, Task
@@ -41,6 +41,7 @@ from testbeds.base import Testbed
 from testbeds.heldout.reasoning import ReasoningGymEval
 from testbeds.heldout.tools import ToolSuiteEval
 from testbeds.sandbox import SandboxConfig
+from testbeds.spade.saved_pool import load_pool
 
 
 class SpadeProposal(BaseModel):

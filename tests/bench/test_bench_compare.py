@@ -237,7 +237,7 @@ def test_results_table_shows_valid_and_optimal_only_where_measured():
 
     final = {"mean": 0.5, "low": 0.4, "high": 0.6}
     row = {"n": 2, "final_score": final, "mean_score_over_rounds": 0.45}
-    data = {"testbed": "reasoning_gym", "seeds": [0, 1], "rounds": 3, "simulated": False, "engineers": ["a", "b"],
+    data = {"testbed": "mapf_frozenlake", "seeds": [0, 1], "rounds": 3, "simulated": False, "engineers": ["a", "b"],
             "pairwise": [], "summary": {"a": {**row, "final_valid_rate": float("nan"), "final_optimal_rate": float("nan")},
                                         "b": {"n": 0}}}
 
@@ -251,6 +251,8 @@ def test_results_table_shows_valid_and_optimal_only_where_measured():
     data["summary"]["a"].update(final_valid_rate=0.25, final_optimal_rate=0.125)
     text = shown(data)
     assert "final valid" in text and "0.250" in text and "0.125" in text
+    data["testbed"] = "reasoning_gym"  # its layout declares accuracy only: no valid or optimal column
+    assert "final valid" not in shown(data)
 
 
 def test_training_shares_read_any_bucket_space_from_the_proposal():

@@ -87,6 +87,13 @@ def test_declarations_are_checked_at_registration():
         Registry("testbed").register("x", "m:C", "m:D", "d", offers="tables", tasks=("prompt",))
     with pytest.raises(ValueError, match="must declare trains_on="):
         Registry("trainer").register("x", "m:C", "m:D", "d")
+    # a testbed may declare a task kind of its own, and a trainer train on it; a kind is a lower-case name
+    Registry("testbed").register("x", "m:C", "m:D", "d", offers="buckets", tasks=("prompt", "grid_instance"))
+    Registry("trainer").register("x", "m:C", "m:D", "d", trains_on="grid_instance")
+    with pytest.raises(ValueError, match="must declare offers="):
+        Registry("testbed").register("x", "m:C", "m:D", "d", offers="buckets", tasks=("Grid Instance",))
+    with pytest.raises(ValueError, match="must declare trains_on="):
+        Registry("trainer").register("x", "m:C", "m:D", "d", trains_on="")
 
 
 def test_third_party_plugins_register_through_entry_points(plugin_module, monkeypatch):

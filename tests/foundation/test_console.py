@@ -9,6 +9,7 @@ from rich.console import Console
 from curriculum.console import RichReporter, eval_table
 from curriculum.core.records import Design, DesignRecord, RoundReport
 from curriculum.core.types import Change, EvalReport
+from curriculum.registry import TESTBEDS, TRAINERS
 
 
 def _render(renderable) -> str:
@@ -37,6 +38,11 @@ def test_round_summary_prints_model_text_verbatim():
                          eval=EvalReport(score=0.0, metrics={}), design=record)
     console = Console(file=io.StringIO(), width=200, color_system=None)
     RichReporter(console).round_end(report)
+    assert "spade/regret_played" not in console.file.getvalue()  # no trainer declared the prefix
+    console = Console(file=io.StringIO(), width=200, color_system=None)
+    reporter = RichReporter(console)
+    reporter.plugin_declarations(TRAINERS.get("selfplay").load().summary_metrics, None)  # what the loop hands on
+    reporter.round_end(report)
     out = console.file.getvalue()
     assert "[/INST] 3x3 is [/] easy" in out and "[bold] clipped" in out and "spade/regret_played" in out
 
@@ -74,18 +80,23 @@ def test_non_parametric_proposals_are_summarised_not_dumped():
 
 def test_eval_tables_print_the_papers_numbers_per_agent_count():
     """Valid % and optimal % per agent count, as the paper's tables print them (in [0, 100]),
-    next to the pooled score — in `curriculum eval`/`show` tables and in the round summary."""
+    next to the pooled score — in `curriculum eval`/`show` tables and in the round summary; the
+    rates and groups are the ones the testbed's report layout declares."""
+    layout = TESTBEDS.get("mapf_frozenlake").load().report_layout
     report = EvalReport(score=0.3083, metrics={
         "valid_rate/3agents": 0.4042, "optimal_rate/3agents": 0.2608, "valid_rate/4agents": 0.2667,
         "optimal_rate/4agents": 0.161, "valid_rate": 0.3083, "valid_rate/3agents/3x3": 0.9})
-    text = _render(eval_table(report))
-    assert "pooled score 0.3083" in text
+    text = _render(eval_table(report, layout=layout))
+    assert "pooled score 0.3083" in text and "valid %" in text and "optimal %" in text
     assert "40.42" in text and "26.08" in text and "26.67" in text and "16.10" in text
     assert text.index("40.42") < text.index("0.900")  # the headline comes first
     console = Console(file=io.StringIO(), width=200, color_system=None)
-    RichReporter(console).round_end(RoundReport(round=0, proposal={}, train_metrics={}, eval=report))
+    reporter = RichReporter(console)
+    reporter.plugin_declarations((), layout)
+    reporter.round_end(RoundReport(round=0, proposal={}, train_metrics={}, eval=report))
     assert "40.42" in console.file.getvalue()
-    assert "valid %" not in _render(eval_table(EvalReport(score=0.1, metrics={"spade/mean": 0.1})))
+    assert "valid %" not in _render(eval_table(report))  # no layout: no rates declared
+    assert "valid %" not in _render(eval_table(EvalReport(score=0.1, metrics={"spade/mean": 0.1}), layout=layout))
 
 
 def test_baseline_delta_is_in_points_for_rates_only():

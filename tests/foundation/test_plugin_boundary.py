@@ -3,11 +3,17 @@
 * ``--dry-run``: ``Trainer.training_budget`` (a ``TrainingBudget``) and ``Trainer.plan_lines``;
 * ``curriculum compare`` without ``--config``: ``Testbed.compare_config``;
 * ``curriculum show --envs``: ``Engineer.run_view``;
-* plugin sub-commands: ``commands`` on a registry entry, mounted by ``curriculum.cli``.
+* plugin sub-commands: ``commands`` on a registry entry, mounted by ``curriculum.cli``;
+* what reports draw and tabulate: ``Testbed.report_layout`` (``curriculum.core.reporting``);
+* which training metrics a round summary adds: ``Trainer.summary_metrics``.
+
+Nor do they speak a plugin's vocabulary: the kernel's files name no shipped plugin, and the
+controller's at most ``CONTROLLER_LIMIT`` lines.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -24,6 +30,44 @@ from curriculum.registry import ENGINEERS, TESTBEDS, TRAINERS, PluginError, load
 
 ROOT = Path(__file__).resolve().parents[2]
 runner = CliRunner()
+
+PLUGIN_VOCABULARY = re.compile(r"mapf|frozenlake|spade", re.IGNORECASE)
+"""Names of shipped plugins and their domains (the ``grep -rniE`` of the boundary)."""
+CONTROLLER_LIMIT = 3
+"""Most lines of the controller (``curriculum/*.py``) that may name one."""
+
+
+def _vocabulary_lines(files: list[Path]) -> list[str]:
+    """``path:line: text`` of every line of ``files`` that names a plugin's vocabulary."""
+    return [f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
+            for path in files for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1)
+            if PLUGIN_VOCABULARY.search(line)]
+
+
+def test_the_kernel_and_the_controller_speak_no_plugins_vocabulary():
+    kernel = [p for p in sorted((ROOT / "curriculum" / "core").rglob("*"))
+              if p.is_file() and "__pycache__" not in p.parts]
+    assert kernel and not _vocabulary_lines(kernel), "\n".join(_vocabulary_lines(kernel))
+    controller = _vocabulary_lines(sorted((ROOT / "curriculum").glob("*.py")))
+    assert len(controller) <= CONTROLLER_LIMIT, "\n".join(controller)
+
+
+def test_reports_read_the_testbeds_declared_layout():
+    from curriculum.core.reporting import ReportLayout, natural_key
+    from curriculum.report import layout_of, rates_by_bucket
+
+    mapf = layout_of("mapf_frozenlake")
+    assert [(r.name, r.metric) for r in mapf.rates] == [("valid", "valid_rate"), ("optimal", "optimal_rate")]
+    assert mapf.bucket_label == "map size" and mapf.group_label("3agents") == "3 agents"
+    assert mapf.rates_title == "valid and optimal rate"
+    levels = layout_of("reasoning_gym")
+    assert [r.metric for r in levels.rates] == ["accuracy"] and levels.bucket_label == "task level"
+    assert layout_of("spade_pool").rates == () and layout_of("no_such_testbed") == ReportLayout(bucket_label="bucket")
+    metrics = {"valid_rate/3agents/10x10": 0.5, "valid_rate/3agents/3x3": 1.0, "valid_rate/4agents/3x3": 0.0,
+               "accuracy/gcd/L10": 0.25, "accuracy/gcd/L2": 0.75, "failure_rate/3agents/hole_free": 0.5}
+    assert list(rates_by_bucket(metrics, "valid_rate", mapf).items()) == [("3x3", 0.5), ("10x10", 0.5)]
+    assert list(rates_by_bucket(metrics, "accuracy", levels)) == ["gcd:2", "gcd:10"]
+    assert sorted(["10x10", "3x3", "gcd:10", "gcd:2"], key=natural_key) == ["3x3", "10x10", "gcd:2", "gcd:10"]
 
 
 def test_shipped_plugins_declare_their_commands_and_each_builds_a_typer_app():

@@ -14,7 +14,7 @@ from curriculum.core.breakdown import EvalBreakdown, OutcomeCounts, SuiteCell, S
 from curriculum.core.metrics import MetricKey, dump_metrics, parse_metrics
 from curriculum.core.records import Design, DesignRecord
 from curriculum.core.types import EvalReport
-from curriculum.report import rates_by_size, suite_rates
+from curriculum.report import group_rates, rates_by_bucket
 
 FIXTURES = Path(__file__).parent / "fixtures" / "old_records"
 
@@ -51,9 +51,9 @@ def test_an_existing_run_dirs_eval_and_design_load():
     assert suite.valid_rate == data["breakdown"]["suites"]["2agents"]["valid_rate"]
     assert report.breakdown.model_dump(mode="json")["suites"] == data["breakdown"]["suites"]  # same on disk
     assert set(report.breakdown.rates_by_bucket()) == set(suite.sizes)
-    by_size = rates_by_size(report.metrics)  # the run's flat metrics still read by size
+    by_size = rates_by_bucket(report.metrics, "valid_rate")  # the run's flat metrics still read by bucket
     assert set(by_size) == set(suite.sizes)
-    assert list(suite_rates(report.metrics)) == [2, 3]
+    assert list(group_rates(report.metrics, "valid_rate")) == ["2agents", "3agents"]
 
     old = json.loads((FIXTURES / "design.json").read_text())
     record = DesignRecord.model_validate(old)

@@ -240,7 +240,8 @@ def test_vendi_per_n_over_the_whole_run_pool(tmp_path):
 def test_play_outcomes_reach_memory_through_the_round_record_and_the_pool_is_saved(tmp_path):
     """The trainer's ``env_outcomes`` in the last ``RoundReport`` land in the memory; the pool the
     engineer hands on is saved for a later run's ``initial_pool: memory:<run dir>``."""
-    from curriculum.core.pool import EnvOutcome, load_pool
+    from curriculum.core.pool import EnvOutcome
+    from testbeds.spade.saved_pool import load_pool
     from curriculum.core.records import RoundReport
     from curriculum.core.types import EvalReport
     from testbeds.spade.testbed import SpadeTestbed, SpadeTestbedConfig

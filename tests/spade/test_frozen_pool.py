@@ -12,7 +12,8 @@ from pydantic import ValidationError
 from spade_fakes import ScriptedPolicy
 
 from curriculum.core.config import ConfigError
-from curriculum.core.pool import POOL_FILE, load_pool, program_hash
+from curriculum.core.pool import program_hash
+from testbeds.spade.saved_pool import POOL_FILE, load_pool
 from engineers.base import DesignContext
 from engineers.spade.config import SpadeEngineerConfig
 from engineers.spade.engineer import ROUNDS_LOG, FrozenPoolTooSmall, SpadeEngineer

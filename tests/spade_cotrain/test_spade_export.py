@@ -14,7 +14,8 @@ from spade_loop_fakes import design_pool
 from curriculum.rundir import RunDir
 from engineers.spade.cli import export_pool
 from curriculum.config import validate_config
-from curriculum.core.pool import EnvOutcome, load_pool
+from curriculum.core.pool import EnvOutcome
+from testbeds.spade.saved_pool import load_pool
 from curriculum.core.types import EvalReport
 from curriculum.rundir import write_json
 from engineers.spade.memory import Memory

@@ -12,7 +12,8 @@ import pytest
 from spade_loop_fakes import DESIGN_BY_SKILL, FIXTURES, ScriptedDesignSelfPlayTrainer, register
 
 from curriculum.config import validate_config
-from curriculum.core.pool import load_pool, program_hash
+from curriculum.core.pool import program_hash
+from testbeds.spade.saved_pool import load_pool
 from curriculum.loop import run
 from curriculum.rundir import RunDir
 from engineers.spade.engineer import ROUNDS_LOG

@@ -169,7 +169,8 @@ def test_two_process_frozen_pool_is_designed_once_before_round0(tiny_model_dir, 
     the pool (calls sharded as in every design), both train round 0 on the main process's pool,
     and no design call follows."""
     pytest.importorskip("reasoning_gym")
-    from curriculum.core.pool import load_pool, program_hash
+    from curriculum.core.pool import program_hash
+    from testbeds.spade.saved_pool import load_pool
     from engineers.spade.memory import Memory
     from engineers.spade.parse import parse_design
 
