@@ -223,8 +223,11 @@ class SpadeTestbed(Testbed):
                                                                       "heldout/call": float(call)}, suite=suite)
         if self.config.setting == "games":
             from testbeds.heldout.reasoning import evaluate as rg_evaluate
+            from testbeds.heldout.reasoning import training_questions
 
-            metrics, breakdown, samples = rg_evaluate(policy, self.config.reasoning_gym, seed=seed)
+            trained = (training_questions(self.config.reasoning_gym_train, self.config.reasoning_gym_items)
+                       if self.config.initial_pool == "reasoning_gym" else frozenset())
+            metrics, breakdown, samples = rg_evaluate(policy, self.config.reasoning_gym, seed=seed, exclude=trained)
             score = metrics["reasoning_gym/mean"]
         else:
             from testbeds.heldout.tools import evaluate as tools_evaluate

@@ -133,3 +133,85 @@ def test_pool_testbed_keeps_previous_on_unusable_raw():
         assert projected == previous and changes
     reward, verdict = tb.score(tb.sample(previous, 1, 0)[0], Completion(text="", num_tokens=0))
     assert reward == 0.0 and not verdict["valid"]
+
+
+def test_reasoning_gym_levels_set_each_datasets_difficulty():
+    pytest.importorskip("reasoning_gym")
+    import re
+
+    from testbeds.heldout.reasoning import ReasoningGymEval, build_items
+
+    easy = {"min_terms": 2, "max_terms": 2, "max_digits": 1, "operators": ["+"], "allow_parentheses": False,
+            "allow_negation": False}
+    items = build_items({"maths": ["basic_arithmetic"]}, 8, 20_260_000, levels={"basic_arithmetic": easy})
+    for item in items:
+        numbers = [int(n) for n in re.findall(r"\d+", item["question"])]
+        assert len(numbers) == 2 and max(numbers) <= 9, item["question"]
+    default = build_items({"maths": ["basic_arithmetic"]}, 8, 20_260_000)
+    assert [x["question"] for x in default] != [x["question"] for x in items]
+    with pytest.raises(ValueError, match="levels names datasets the eval does not use: gcd"):
+        ReasoningGymEval(datasets={"maths": ["basic_arithmetic"]}, levels={"gcd": {"max_value": 9}})
+    with pytest.raises(ValueError, match="basic_arithmetic"):
+        build_items({"maths": ["basic_arithmetic"]}, 2, 0, levels={"basic_arithmetic": {"no_such_knob": 1}})
+
+
+def test_reasoning_gym_items_distinct_and_never_a_training_question():
+    pytest.importorskip("reasoning_gym")
+    from testbeds.heldout.reasoning import build_items
+
+    level = {"min_terms": 2, "max_terms": 2, "max_digits": 1, "operators": ["+"], "allow_parentheses": False,
+             "allow_negation": False}
+    first = build_items({"m": ["basic_arithmetic"]}, 10, 5, levels={"basic_arithmetic": level})
+    questions = [x["question"] for x in first]
+    assert len(set(questions)) == 10
+    excluded = frozenset(questions[:4])
+    again = build_items({"m": ["basic_arithmetic"]}, 10, 5, levels={"basic_arithmetic": level}, exclude=excluded)
+    assert len({x["question"] for x in again}) == 10 and not excluded & {x["question"] for x in again}
+    # a level with fewer distinct questions than asked for is refused, not silently short
+    tiny = {**level, "operators": ["+"], "max_digits": 1}
+    with pytest.raises(ValueError, match="distinct held-out questions"):
+        build_items({"m": ["basic_arithmetic"]}, 200, 5, levels={"basic_arithmetic": tiny})
+
+
+def test_spade_testbed_eval_excludes_its_training_questions(monkeypatch):
+    pytest.importorskip("reasoning_gym")
+    import testbeds.heldout.reasoning as reasoning
+    from testbeds.spade.testbed import SpadeTestbed, SpadeTestbedConfig
+
+    level = {"min_terms": 2, "max_terms": 2, "max_digits": 1, "operators": ["+"], "allow_parentheses": False,
+             "allow_negation": False}
+    cfg = SpadeTestbedConfig(setting="games", initial_pool="reasoning_gym", reasoning_gym_train=["basic_arithmetic"],
+                             reasoning_gym_items=40,
+                             reasoning_gym={"datasets": {"maths": ["basic_arithmetic"]}, "per_dataset": 12,
+                                            "levels": {"basic_arithmetic": level}, "max_new_tokens": 8})
+    plain = [x["question"] for x in reasoning.build_items(cfg.reasoning_gym.datasets, 12, cfg.reasoning_gym.eval_seed,
+                                                          levels=cfg.reasoning_gym.levels)]
+    # as if the fixed training set asked three of the eval's questions
+    seen_args = []
+
+    def trained(datasets, items, *rest):
+        seen_args.append((list(datasets), items))
+        return frozenset(plain[:3])
+
+    monkeypatch.setattr(reasoning, "training_questions", trained)
+    asked: list[str] = []
+
+    class Recorder:
+        def generate(self, tasks, **_):
+            asked.extend(t.messages[0]["content"].split("\n\n")[0] for t in tasks)
+            return [Completion(text="\\boxed{0}", num_tokens=1) for _ in tasks]
+
+    SpadeTestbed(cfg).evaluate(Recorder())
+    assert seen_args == [(["basic_arithmetic"], 40)]
+    assert len(asked) == 12 and not set(plain[:3]) & set(asked) and asked[:9] == plain[3:]
+
+
+def test_reasoning_gym_level_its_generator_cannot_draw_from_is_refused(monkeypatch):
+    pytest.importorskip("reasoning_gym")
+    import testbeds.heldout.reasoning as reasoning
+
+    monkeypatch.setattr(reasoning, "GENERATION_DEADLINE_S", 0.5)
+    # reasoning-gym redraws the target base until it differs from the source base: forever here
+    with pytest.raises(ValueError, match="drew no question in 0.5 s"):
+        reasoning.build_items({"a": ["base_conversion"]}, 2, 0,
+                              levels={"base_conversion": {"min_base": 2, "max_base": 2}})
