@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, HTTPServer
-
 import numpy as np
 import pytest
+from chat_stub import ChatStub as Stub
+from chat_stub import chat_reply as ok
 from checkpoint_fakes import answer, config_json, fixed_breakdown
 
 from curriculum.core.records import RoundReport
@@ -20,50 +18,6 @@ from testbeds.mapf_frozenlake.config import GeneratorConfig
 from testbeds.mapf_frozenlake.testbed import MAPFTestbed
 
 NEW = config_json([0.05, 0.05, 0.2, 0.4, 0.1, 0.1, 0.05, 0.05], hole=0.15)
-
-
-class Stub:
-    """Answers POST /v1/chat/completions with scripted (status, body) pairs; records requests."""
-
-    def __init__(self, replies):
-        self.replies = list(replies)
-        self.requests: list[dict] = []
-        stub = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802
-                length = int(self.headers.get("Content-Length", 0))
-                stub.requests.append({"path": self.path, "auth": self.headers.get("Authorization"),
-                                      "body": json.loads(self.rfile.read(length))})
-                status, body = stub.replies[min(len(stub.requests), len(stub.replies)) - 1]
-                data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args):
-                pass
-
-        self.server = HTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.server.shutdown()
-        self.server.server_close()
-
-
-def ok(text: str, tokens: int | None = 42) -> dict:
-    reply = {"choices": [{"message": {"role": "assistant", "content": text}}]}
-    if tokens is not None:
-        reply["usage"] = {"completion_tokens": tokens}
-    return reply
 
 
 def ctx() -> DesignContext:

@@ -25,14 +25,13 @@ from __future__ import annotations
 
 import json
 import math
-import threading
 import typing
 import zlib
-from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 import numpy as np
 import pytest
+from chat_stub import ChatStub, chat_reply
 
 from curriculum.config import ConfigError, RunConfig, load_config
 from curriculum.core.run import RunSettings
@@ -204,40 +203,10 @@ def test_a_round_trains_and_a_saved_trainer_resumes_identically(name, testbed_na
         testbed.close()
 
 
-class StubEndpoint:
-    """An OpenAI-compatible ``/v1/chat/completions`` on 127.0.0.1 that answers every request ``text``."""
-
-    def __init__(self, text: str) -> None:
-        self.requests: list[dict] = []
-        stub = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802
-                stub.requests.append(json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0)))))
-                data = json.dumps({"choices": [{"message": {"role": "assistant", "content": text}}],
-                                   "usage": {"completion_tokens": 3}}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args):
-                pass
-
-        self.server = HTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
 @pytest.mark.parametrize(("name", "testbed_name"), [(tr, tb) for tr, tb in FITS if not TRAINERS.get(tr).load().trains])
 def test_an_evaluate_only_trainer_refuses_to_train_and_answers(name, testbed_name, tiny_model_dir, tmp_path,
                                                                monkeypatch):
-    stub = StubEndpoint("an answer")
+    stub = ChatStub([chat_reply("an answer", tokens=3)]).start()
     monkeypatch.setenv("CURRICULUM_ENDPOINT_URL", stub.url)
     config = _config(name, testbed_name, tiny_model_dir, tmp_path)
     testbed = build_testbed(config)
