@@ -24,9 +24,8 @@ as the plugins state them (an upper bound):
 once, outside the rounds: before round 0 (``eval_before_training``) the baseline eval and a second
 eval after a warm start, each on the validation and (where the testbed has one, ``eval_budget(...,
 suite="test")``) the test suite; the test suite after the last round (after every round, in the
-round's work, with ``test_every_round``); and the supervised warm start (``trainer.warmstart``,
-``trainers/warmstart.py``), trained once and skipped when its cache entry exists, so it is
-reported apart:
+round's work, with ``test_every_round``); and the supervised warm start (``trainer.warmstart``, ``trainers/warmstart.py``), trained
+once and skipped when its cache entry exists, so it is reported apart:
 
     warm start trained = steps x batch_size x min(max_length, WARMSTART_FILL x (PROMPT_TOKENS
                                                                   + trainer.max_completion_length))
@@ -69,8 +68,8 @@ times the best of a few copies of a 64 MiB tensor (0.15 s). Which engine and pre
 runs in (``cpu_lanes``): evals and engineer calls on ``generation.backend`` (vLLM where it names
 vLLM), GRPO rollouts on TRL's colocated vLLM engine where ``trainer.use_vllm`` is true, else
 transformers; transformers and training compute in bf16 where ``trainer.bf16`` resolves so
-(``auto``: the CPU multiplies bf16 natively, AVX512-BF16 or AMX, as ``trainers/precision.py``
-decides), a vLLM engine in its ``generation.vllm_dtype`` (``auto``: the same test). The
+(``auto``: the CPU multiplies bf16 natively, AVX512-BF16 or AMX, as the trainers' precision
+module decides), a vLLM engine in its ``generation.vllm_dtype`` (``auto``: the same test). The
 utilisations U_row, U_train, U_warm and the per-step overheads are calibrated on measured runs
 of the embedded SmolLM2-135M (their docstrings). On a CPU a decode step is overhead- or
 memory-bound at one row and compute-bound at tens of rows: the step term is shared by the rows
@@ -402,9 +401,9 @@ def cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> set[str]:
 
 @functools.cache
 def native_bf16() -> bool:
-    """Whether this CPU multiplies bf16 natively (AVX512-BF16 or AMX, with oneDNN): the test of
-    ``trainers/precision.native_bf16("cpu")``, which ``trainer.bf16: auto`` and ``vllm_dtype: auto``
-    take (the controller does not import the trainers)."""
+    """Whether this CPU multiplies bf16 natively (AVX512-BF16 or AMX, with oneDNN): the test of the
+    trainers' ``native_bf16("cpu")``, which ``trainer.bf16: auto`` and ``vllm_dtype: auto`` take
+    (the controller does not import the trainers)."""
     import torch
 
     return bool({"avx512_bf16", "amx_bf16"} & cpu_flags()) and torch.backends.mkldnn.is_available()
@@ -537,7 +536,8 @@ def estimate(config: RunConfig, budget: Budget, model: Model | None, rates: Rate
     warm = work_seconds(budget.warmstart, train_flops_per_token(config, model), model, base,
                         train=lanes.train, warm=True)
     per_round = sum(phases[k] for k in ROUND_PHASES) / max(config.rounds, 1)
-    return Estimate(per_round, sum(phases.values()), warm, budget, _note(base, lanes, gpu, central),
+    calibrated = central and not math.isclose(sum(phases.values()), sum(upper.values()))
+    return Estimate(per_round, sum(phases.values()), warm, budget, _note(config, base, lanes, gpu, calibrated),
                     phases, sum(upper.values()) if central else None)
 
 
@@ -572,7 +572,7 @@ PHASES = ("setup", "baseline_eval", "baseline_test_eval", "warmstart_eval", "war
 """Every part of ``Estimate.phases``, in the order a run goes through them."""
 
 
-def _note(base: Rates, lanes: Lanes, gpu: bool, central: bool) -> str:
+def _note(config: RunConfig, base: Rates, lanes: Lanes, gpu: bool, central: bool) -> str:
     if gpu:
         where = (f"GPU peak {base.flops / 1e9:,.0f} GFLOP/s at {base.gen_utilisation:.0%} generating, "
                  f"{base.train_utilisation:.0%} training")
@@ -582,7 +582,8 @@ def _note(base: Rates, lanes: Lanes, gpu: bool, central: bool) -> str:
                  f"{base.bandwidth / 1e9:,.0f} GB/s; evals on {lanes.eval.engine} {lanes.eval.precision}, "
                  f"rollouts on {lanes.rollout.engine} {lanes.rollout.precision}, training in {lanes.train}")
     counted = ("central: prompts, fills and trained rows as measured (docs/scaling.md)" if central
-               else "every prompt at 400 tokens, every completion at its limit")
+               else f"every prompt at {PROMPT_TOKENS} tokens, every completion at its limit, an upper bound"
+               + ("" if gpu else f" (no measured shares for {config.trainer.name} on {config.testbed.name})"))
     return f"{where}; {counted}"
 
 
