@@ -104,8 +104,8 @@ transformers: the demo's evals on the 2-core AVX512-BF16 machine (bf16 autocast,
 one thread at 256²): 36 rows x 128 tokens in 26-28 s, prefill included; a GRPO step of 16 rows x
 128 tokens in 23-29 s with its training; benchmarks/generation.py there: 116 ms a step at one row,
 238 at 48 (docs/results.md, "Decoding per engine"), so ~90-110 ms for 30 layers. vLLM's CPU build
-(bf16 there): 50 ms at one row, 117 at 48, ~48 ms for 30 layers. The AVX2 machine agrees within
-a third (transformers fp32 86 ms at one row)."""
+(bf16 there): 50 ms at one row, 117 at 48, ~48 ms for 30 layers. The AVX2 machine: transformers
+in fp32 86 ms at one row."""
 ROW_UTILISATION: dict[str, float] = {"transformers": 0.25, "vllm": 0.5}
 """Share of the measured matmul FLOP/s (the part's precision) that one more row of a decode step
 reaches (2N FLOPs per generated token). transformers: 0.25 in float32 (a 184 GFLOP/s machine: 16
