@@ -56,10 +56,9 @@ from curriculum.core.sizing import (DEFAULT_GPU, GEN_UTILISATION, GIB, GPU, GPUS
 from curriculum.presets import Machine, detect_machine
 from curriculum.registry import ENGINEERS, TESTBEDS, TRAINERS
 from curriculum.walltime import (CPU_ROUND_OVERHEAD_S, CPU_TRAIN_UTILISATION, CPU_WARMSTART_UTILISATION,
-                                 ROW_UTILISATION, SETUP_S, STEP_OVERHEAD_S, VLLM_MAX_ROWS, Budget, Estimate, Lane,
-                                 Lanes,
-                                 Model, Rates, cpu_lanes, estimate, measure_cpu_bandwidth, measure_cpu_flops,
-                                 round_budget, trainer_budget)
+                                 ROW_UTILISATION, SETUP_S, STEP_OVERHEAD_S, VLLM_MAX_ROWS, VLLM_START_S, Budget,
+                                 Estimate, Lane, Lanes, Model, Rates, cpu_lanes, estimate, measure_cpu_bandwidth,
+                                 measure_cpu_flops, round_budget, trainer_budget)
 
 __all__ = ["GPU", "GPUS", "DEFAULT_GPU", "GIB", "OVERHEAD_GIB", "GEN_UTILISATION", "TRAIN_UTILISATION", "ModelShape",
            "Strategy", "activation_gib", "kv_cache_gib", "memory_per_gpu_gb", "model_shape", "parameter_count",
@@ -160,7 +159,7 @@ def wall_time(config: RunConfig, strategy: Strategy, gpu: GPU, machine: Machine,
         rates = Rates(max(strategy.processes, 1) * gpu.bf16_tflops * 1e12, math.inf, GEN_UTILISATION,
                       TRAIN_UTILISATION)
         engine = Lane("vllm", "bf16")
-        lanes = lanes or Lanes(engine, engine, "bf16", cpu_lanes(config, native=True).rescored)
+        lanes = lanes or Lanes(engine, engine, "bf16")
         # nothing measured on a GPU: the counts stay upper bounds (every share calibrated on the CPU)
         return estimate(config, _budget(config, lanes), model, rates, gpu=True, lanes=lanes, central=False)
     lanes = lanes or cpu_lanes(config)
@@ -190,7 +189,8 @@ def cpu_rates(lanes: Lanes, threads: int | None = None) -> dict[str, Rates]:
     bandwidth = measure_cpu_bandwidth()
     return {engine: Rates(flops, bandwidth, ROW_UTILISATION[engine], CPU_TRAIN_UTILISATION["fp32"], bf16,
                           STEP_OVERHEAD_S[engine], CPU_WARMSTART_UTILISATION["fp32"], CPU_ROUND_OVERHEAD_S, SETUP_S,
-                          CPU_TRAIN_UTILISATION["bf16"], CPU_WARMSTART_UTILISATION["bf16"])
+                          VLLM_START_S if engine == "vllm" else 0.0, CPU_TRAIN_UTILISATION["bf16"],
+                          CPU_WARMSTART_UTILISATION["bf16"])
             for engine in ("transformers", "vllm")}
 
 

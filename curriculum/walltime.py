@@ -300,6 +300,9 @@ class Rates:
     """The warm start's utilisation (default: ``train_utilisation``)."""
     round_overhead_s: float = ROUND_OVERHEAD_S
     setup_s: float = 0.0
+    """Once per run (CPU: SETUP_S)."""
+    engine_start_s: float = 0.0
+    """Once per run that decodes on this engine (CPU vLLM: VLLM_START_S)."""
     bf16_train_utilisation: float | None = None
     """Training and prefill in bf16 (default: ``train_utilisation``)."""
     bf16_warm_utilisation: float | None = None
@@ -551,7 +554,7 @@ def _phases(config: RunConfig, budget: Budget, shipped: Budget, model: Model, ra
         return work_seconds(work, flops, model, rates[lane.engine], lane, lanes.train)
 
     rounds, base = config.rounds, rates["transformers"]
-    setup = base.setup_s + (VLLM_START_S if base.setup_s and lanes.uses_vllm else 0.0)
+    setup = base.setup_s + (rates["vllm"].engine_start_s if lanes.uses_vllm else 0.0)
     return {"setup": setup,
             "baseline_eval": budget.baseline_evals * seconds(shipped.eval),
             "baseline_test_eval": budget.baseline_evals * seconds(shipped.test_suite),
