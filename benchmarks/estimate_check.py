@@ -5,7 +5,8 @@ machine beside the seconds the run took, in total and per phase, and their ratio
 
 The estimate is ``curriculum.plan.wall_time`` of the run's ``config.yaml`` for the rounds the run
 dir has completed, on this machine's measured rates (``--threads``: the torch threads the run had,
-e.g. 1 for a ``compare --jobs 2`` worker on 2 cores; default: this process's), counting only what
+e.g. 1 for a ``compare --jobs 2`` worker on 2 cores; default: the config's
+``trainer.torch_threads``, else this process's), counting only what
 the run did: the warm start where it trained one (not where it loaded it from the cache), no eval
 the run reused from the eval cache.
 
@@ -256,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("run_dirs", nargs="+", type=Path)
     parser.add_argument("--threads", type=int, default=None,
-                        help="torch threads the runs had (default: this process's)")
+                        help="torch threads the runs had (default: trainer.torch_threads, else this process's)")
     parser.add_argument("--json", type=Path, default=None, help="also write the tables here")
     args = parser.parse_args(argv)
     tables = [report(path, args.threads) for path in args.run_dirs]

@@ -152,8 +152,8 @@ def wall_time(config: RunConfig, strategy: Strategy, gpu: GPU, machine: Machine,
               lanes: Lanes | None = None) -> Estimate:
     """``curriculum.walltime.estimate`` for this config on ``machine``: on a CPU with the matmul rate
     measured in each precision the run computes in, and each part on its engine (``cpu_lanes``);
-    ``threads``: torch threads of the run (default: this process's), ``lanes``: instead of
-    ``cpu_lanes(config)``."""
+    ``threads``: torch threads of the run (default: ``trainer.torch_threads``, else this
+    process's), ``lanes``: instead of ``cpu_lanes(config)``."""
     model = _walltime_model(config)
     if machine.kind == "gpu":  # vLLM batches every request: no per-step term (bandwidth infinite)
         rates = Rates(max(strategy.processes, 1) * gpu.bf16_tflops * 1e12, math.inf, GEN_UTILISATION,
@@ -163,6 +163,7 @@ def wall_time(config: RunConfig, strategy: Strategy, gpu: GPU, machine: Machine,
         # nothing measured on a GPU: the counts stay upper bounds (every share calibrated on the CPU)
         return estimate(config, _budget(config, lanes), model, rates, gpu=True, lanes=lanes, central=False)
     lanes = lanes or cpu_lanes(config)
+    threads = threads or getattr(config.trainer, "torch_threads", None)
     return estimate(config, _budget(config, lanes), model, cpu_rates(lanes, threads), gpu=False, lanes=lanes)
 
 

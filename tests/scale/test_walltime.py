@@ -301,3 +301,22 @@ def test_the_line_states_the_bound_and_the_engines():
                   step_overhead_s=3e-3)
     line = estimate(config, round_budget(config, 36, 128), MODEL, rates, gpu=False, lanes=lanes).line()
     assert "at most" in line and "evals on vllm bf16, rollouts on vllm bf16, training in bf16" in line
+
+
+def test_the_cpu_estimate_runs_on_the_threads_the_run_will_have(monkeypatch):
+    import torch
+
+    from curriculum import plan
+    from curriculum.core.sizing import GPUS
+    from curriculum.presets import Machine
+
+    monkeypatch.setattr(plan, "measure_cpu_flops", lambda dtype="float32": 1e10 * torch.get_num_threads())
+    monkeypatch.setattr(plan, "measure_cpu_bandwidth", lambda: 1e10)
+    cpu = Machine("cpu", "test", 2)
+    args = (plan.read_strategy(None), GPUS["h100-80gb"], cpu)
+    lanes = Lanes(rollout=Lane(sampled=True))
+    one = plan.wall_time(_config("trainer.torch_threads=1"), *args, lanes=lanes)
+    assert one.note.startswith("measured CPU matmul fp32 10 GFLOP/s")
+    assert plan.wall_time(_config(), *args, threads=1, lanes=lanes).total_seconds == pytest.approx(one.total_seconds)
+    if torch.get_num_threads() > 1:
+        assert plan.wall_time(_config(), *args, lanes=lanes).total_seconds < one.total_seconds
