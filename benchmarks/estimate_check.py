@@ -222,8 +222,8 @@ def _format(seconds: float | None) -> str:
 
 
 def _ratio(estimated: float, measured: float | None) -> str:
-    if measured is None or measured != measured or measured <= 0:
-        return "—"
+    if measured is None or measured != measured or measured <= 0 or estimated <= 0:
+        return "—"  # not known, or not estimated (a cache's load)
     return f"{estimated / measured:.2f}"
 
 
