@@ -21,13 +21,23 @@ The test suite is evaluated after every round (``test_every_round``; otherwise a
 round only) and, with ``eval_before_training``, before training (``baseline_test_eval.json``,
 ``warmstart_test_eval.json`` beside the validation ``*_eval.json``). Engineers never receive
 it: ``DesignContext`` and ``on_round_end`` get ``RoundReport.engineer_view()``.
+
+Seconds per phase go to ``metrics.jsonl`` (``PhaseTimer``), so every run is a calibration point of
+``--dry-run``'s wall-time estimate (``benchmarks/estimate_check.py``): ``setup`` (building the
+plugins and loading the model), each eval before round 0 (``baseline_eval`` ...) and the warm
+start carry ``seconds`` (a cached warm start's ``warmstart/seconds`` is its cache entry's training
+time, ``seconds`` the load), and each round's ``round_committed`` record ``seconds``: ``sample``,
+``train``, ``eval``, ``test_eval`` (rounds that test), ``design`` (rounds that design), ``commit``
+(state, checkpoint, pruning) and ``round`` (the whole round).
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +75,29 @@ def build_engineer(config: RunConfig, run_dir: Path | None) -> Engineer:
 
 def build_trainer(config: RunConfig, testbed: Testbed, run_dir: Path | None = None) -> Trainer:
     return TRAINERS.get(config.trainer.name).load()(config, testbed, run_dir)
+
+
+@dataclass
+class PhaseTimer:
+    """Wall seconds per phase of one round, or of the work before round 0 (module docstring)."""
+
+    seconds: dict[str, float] = field(default_factory=dict)
+    started: float = field(default_factory=time.perf_counter)
+
+    @contextmanager
+    def __call__(self, phase: str) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[phase] = round(self.seconds.get(phase, 0.0) + time.perf_counter() - start, 3)
+
+    def since_start(self) -> float:
+        return round(time.perf_counter() - self.started, 3)
+
+    def record(self) -> dict[str, float]:
+        """The phases and the whole (``round``), for the round's metrics line."""
+        return {**self.seconds, "round": self.since_start()}
 
 
 @dataclass
@@ -119,6 +152,7 @@ def _run_rounds(config: RunConfig, run_dir: RunDir, reporter: QuietReporter,
     """Build the plugins, restore or prepare the run, and run the rounds still to do; returns the
     whole history. The plugins are closed however it ends."""
     main = distributed.is_main()
+    setup = PhaseTimer()
     testbed = build_testbed(config)
     engineer = build_engineer(config, run_dir.path)
     trainer = build_trainer(config, testbed, run_dir.path)
@@ -126,7 +160,7 @@ def _run_rounds(config: RunConfig, run_dir: RunDir, reporter: QuietReporter,
                                  getattr(testbed, "report_layout", None))
     history = run_dir.history()
     try:
-        proposal = _start(config, run_dir, history, testbed, engineer, trainer, reporter)
+        proposal = _start(config, run_dir, history, testbed, engineer, trainer, reporter, setup)
         for index in range(len(history), config.rounds):
             report, proposal = _one_round(config, index, proposal, history, run_dir,
                                           testbed, engineer, trainer, reporter, final_test)
@@ -143,16 +177,19 @@ def _run_rounds(config: RunConfig, run_dir: RunDir, reporter: QuietReporter,
 
 
 def _start(config: RunConfig, run_dir: RunDir, history: list[RoundReport], testbed: Testbed, engineer: Engineer,
-           trainer: Trainer, reporter: QuietReporter) -> Any:
+           trainer: Trainer, reporter: QuietReporter, setup: PhaseTimer | None = None) -> Any:
     """The proposal of the first round to run: after the last committed round (asking a finished
     run's skipped design when extending it), or on a fresh run the testbed's initial proposal,
-    after the baseline eval and the warm start, or the engineer's initial design."""
+    after the baseline eval and the warm start, or the engineer's initial design. ``setup``:
+    started before the plugins were built; its seconds go to the ``setup`` metrics line."""
     proposal = _restore(config, run_dir, history, testbed, engineer, trainer)
     engineer.on_run_start(testbed, proposal)
     if history and history[-1].design is None and len(history) < config.rounds:
         proposal = _extend(config, run_dir, history, proposal, testbed, engineer, trainer, reporter)
     if distributed.is_main():
         run_dir.truncate_metrics(len(history) - 1)
+        run_dir.log({"round": len(history) - 1, "event": "setup",
+                     "seconds": (setup or PhaseTimer()).since_start()})
         if not history:
             _prepare(config, run_dir, testbed, engineer, trainer, reporter)
         elif (saved := _saved_baseline(run_dir.path)) is not None:
@@ -232,9 +269,11 @@ def _prepare(config: RunConfig, run_dir: RunDir, testbed: Testbed, engineer: Eng
         reporter.baseline(baseline)
     steps = trainer.prepare_steps()
     if steps:
+        started = time.perf_counter()
         metrics = _warm_start(trainer, engineer, reporter)
         write_json(run_dir.path / "warmstart.json", metrics)
-        run_dir.log({"round": -1, "event": "warmstart", **metrics})
+        run_dir.log({"round": -1, "event": "warmstart", **metrics,
+                     "seconds": round(time.perf_counter() - started, 3)})
         if config.eval_before_training:
             warm = _pre_eval(config, run_dir, testbed, trainer, reporter, "warmstart")
             reporter.message(f"after warm start: eval score {warm.score:.4f} "
@@ -269,10 +308,11 @@ def _pre_eval(config: RunConfig, run_dir: RunDir, testbed: Testbed, trainer: Tra
     policy = functools.cache(lambda: _with_progress(trainer.policy(), reporter))
     suites = [("validation", "eval", "")] + ([("test", "test", "_test")] if "test" in testbed.eval_suites else [])
     for suite, purpose, part in suites:
+        timer = PhaseTimer()
         report, reused = _held_out(config, testbed, trainer, policy, derive_seed(config.seed, -1, purpose), suite)
         write_json(run_dir.path / f"{name}{part}_eval.json", report.model_dump(mode="json"))
         run_dir.log({"round": -1, "event": f"{name}{part}_eval", "score": report.score, "cached": reused,
-                     **report.metrics})
+                     "seconds": timer.since_start(), **report.metrics})
     reporter.stage_end()
     return report
 
@@ -309,8 +349,10 @@ def _one_round(config: RunConfig, index: int, proposal: Any, history: list[Round
     reporter.round_start(index, config.rounds, proposal_json)
 
     # Every rank samples the same tasks (same proposal, same derived seed); TRL shards them.
+    timer = PhaseTimer()
     reporter.stage("sample", None)
-    tasks = testbed.sample(proposal, config.tasks_per_round, derive_seed(config.seed, index, "data"))
+    with timer("sample"):
+        tasks = testbed.sample(proposal, config.tasks_per_round, derive_seed(config.seed, index, "data"))
 
     steps = getattr(config.trainer, "max_steps_per_round", None)
     reporter.stage("train", steps)
@@ -321,15 +363,31 @@ def _one_round(config: RunConfig, index: int, proposal: Any, history: list[Round
         if "loss" in record or "reward" in record:
             reporter.advance(1)
 
-    train_metrics = trainer.train_round(tasks, round_index=index, seed=derive_seed(config.seed, index, "train"),
-                                        log=log)
+    with timer("train"):
+        train_metrics = trainer.train_round(tasks, round_index=index, seed=derive_seed(config.seed, index, "train"),
+                                            log=log)
     if distributed.world_size() > 1:
         digests = distributed.gather(trainer.weights_digest())
         if main:
             run_dir.log({"round": index, "event": "rank_weight_digests", "digests": digests})
 
     report, next_proposal = _evaluate_and_design(config, index, proposal, train_metrics, history,
-                                                 run_dir, testbed, engineer, trainer, reporter, final_test)
+                                                 run_dir, testbed, engineer, trainer, reporter, final_test, timer)
+    next_proposal = _commit(config, index, report, next_proposal, run_dir, testbed, engineer, trainer, reporter, timer)
+    distributed.barrier()
+    if report is None:  # non-main ranks read the committed record, so hooks see the same round
+        report = run_dir.load_round(index)
+    return report, next_proposal
+
+
+def _commit(config: RunConfig, index: int, report: RoundReport | None, next_proposal: Any, run_dir: RunDir,
+            testbed: Testbed, engineer: Engineer, trainer: Trainer, reporter: QuietReporter,
+            timer: PhaseTimer) -> Any:
+    """Commit round ``index`` (state, checkpoint, the ``round_committed`` line with the round's
+    seconds per phase); the other ranks take the main process's next proposal and reward state
+    and join the collective save. Returns the next proposal (the main process's, on every rank)."""
+    main = distributed.is_main()
+    started = time.perf_counter()
     if main:
         state = {
             "engineer": engineer.state_dict(),
@@ -350,37 +408,42 @@ def _one_round(config: RunConfig, index: int, proposal: Any, history: list[Round
     trainer.save(run_dir.partial_dir(index) / "checkpoint")
     if main:
         run_dir.finish_round(index)
-        scores = {"score": report.eval.score, **({"test_score": report.test.score} if report.test else {})}
-        run_dir.log({"round": index, "event": "round_committed", **scores, **train_metrics})
         if config.keep_checkpoints is not None:
             run_dir.prune_checkpoints(config.keep_checkpoints)
         if index + 1 >= config.rounds and not config.keep_final_optimizer_state:
             trainer.drop_resume_state(run_dir.round_dir(index) / "checkpoint")
-    distributed.barrier()
-    if report is None:  # non-main ranks read the committed record, so hooks see the same round
-        report = run_dir.load_round(index)
-    return report, next_proposal
+        timer.seconds["commit"] = round(time.perf_counter() - started, 3)
+        scores = {"score": report.eval.score, **({"test_score": report.test.score} if report.test else {})}
+        run_dir.log({"round": index, "event": "round_committed", **scores, **report.train_metrics,
+                     "seconds": timer.record()})
+    return next_proposal
 
 
 def _evaluate_and_design(config: RunConfig, index: int, proposal: Any, train_metrics: dict[str, float],
                          history: list[RoundReport],
                          run_dir: RunDir, testbed: Testbed, engineer: Engineer, trainer: Trainer,
-                         reporter: QuietReporter, final_test: bool = True) -> tuple[RoundReport | None, Any]:
+                         reporter: QuietReporter, final_test: bool = True,
+                         timer: PhaseTimer | None = None) -> tuple[RoundReport | None, Any]:
     """Evaluate the new policy and ask the engineer for the next proposal, on the main process;
     an engineer with ``collective_design`` designs on every rank (the main process's design
-    counts). Other ranks return ``(None, proposal)``."""
+    counts). Other ranks return ``(None, proposal)``. ``timer`` gets the seconds of ``eval``
+    (with the policy's weight push), ``test_eval`` and ``design``."""
     main = distributed.is_main()
     collective = _collective(engineer)
     if not (main or collective):
         return None, proposal
-    policy = trainer.policy()  # on every rank that designs: pushing weights to vLLM can be collective
+    timer = timer or PhaseTimer()
+    with timer("eval"):
+        policy = trainer.policy()  # on every rank that designs: pushing weights to vLLM can be collective
     report = (_evaluate(config, index, proposal, train_metrics, run_dir, testbed, trainer, policy, reporter,
-                        final_test) if main else None)
+                        final_test, timer) if main else None)
     if index + 1 >= config.rounds:
         return report, proposal
     if collective:
         report = distributed.broadcast(report)  # every rank's engineer sees the same history
-    next_proposal = _design(config, report, proposal, history, run_dir, testbed, engineer, trainer, policy, reporter)
+    with timer("design"):
+        next_proposal = _design(config, report, proposal, history, run_dir, testbed, engineer, trainer, policy,
+                                reporter)
     return (report if main else None), next_proposal
 
 
@@ -390,18 +453,21 @@ def _collective(engineer: Engineer) -> bool:
 
 def _evaluate(config: RunConfig, index: int, proposal: Any, train_metrics: dict[str, float], run_dir: RunDir,
               testbed: Testbed, trainer: Trainer, policy: Any, reporter: QuietReporter,
-              final_test: bool = True) -> RoundReport:
+              final_test: bool = True, timer: PhaseTimer | None = None) -> RoundReport:
     """Main process only: the round's policy on the validation suite and, when the testbed has
     one and the round is due (``test_every_round``, or the last round unless ``final_test`` is
     off), the test suite."""
+    timer = timer or PhaseTimer()
     reporter.stage("eval", None)
     shown = functools.cache(lambda: _with_progress(policy, reporter))
-    evaluation, reused = _held_out(config, testbed, trainer, shown, derive_seed(config.seed, index, "eval"),
-                                   "validation")
+    with timer("eval"):
+        evaluation, reused = _held_out(config, testbed, trainer, shown, derive_seed(config.seed, index, "eval"),
+                                       "validation")
     run_dir.log({"round": index, "event": "eval", "score": evaluation.score, "cached": reused, **evaluation.metrics})
     test = None
     if "test" in testbed.eval_suites and (config.test_every_round or (final_test and index + 1 >= config.rounds)):
-        test, reused = _held_out(config, testbed, trainer, shown, derive_seed(config.seed, index, "test"), "test")
+        with timer("test_eval"):
+            test, reused = _held_out(config, testbed, trainer, shown, derive_seed(config.seed, index, "test"), "test")
         run_dir.log({"round": index, "event": "test_eval", "score": test.score, "cached": reused, **test.metrics})
     return RoundReport(round=index, proposal=proposal.model_dump(mode="json"), train_metrics=train_metrics,
                        eval=evaluation, test=test, env_outcomes=trainer.env_outcomes())

@@ -55,8 +55,10 @@ from curriculum.core.sizing import (DEFAULT_GPU, GEN_UTILISATION, GIB, GPU, GPUS
                                     model_shape, parameter_count, state_memory_gib)
 from curriculum.presets import Machine, detect_machine
 from curriculum.registry import ENGINEERS, TESTBEDS, TRAINERS
-from curriculum.walltime import (CPU_ROW_UTILISATION, CPU_TRAIN_UTILISATION, Estimate, Model, Rates, estimate,
-                                 measure_cpu_bandwidth, measure_cpu_flops, round_budget, trainer_budget)
+from curriculum.walltime import (CPU_ROUND_OVERHEAD_S, CPU_TRAIN_UTILISATION, CPU_WARMSTART_UTILISATION,
+                                 ROW_UTILISATION, SETUP_S, STEP_OVERHEAD_S, VLLM_MAX_ROWS, VLLM_START_S, Budget,
+                                 Estimate, Lane, Lanes, Model, Rates, cpu_lanes, estimate, measure_cpu_bandwidth,
+                                 measure_cpu_flops, round_budget, trainer_budget)
 
 __all__ = ["GPU", "GPUS", "DEFAULT_GPU", "GIB", "OVERHEAD_GIB", "GEN_UTILISATION", "TRAIN_UTILISATION", "ModelShape",
            "Strategy", "activation_gib", "kv_cache_gib", "memory_per_gpu_gb", "model_shape", "parameter_count",
@@ -146,21 +148,51 @@ def engine_line(config: RunConfig) -> str:
     return f"generation engine: {backend}{cache} ({why})"
 
 
-def wall_time(config: RunConfig, strategy: Strategy, gpu: GPU, machine: Machine) -> Estimate:
-    """``curriculum.walltime.estimate`` for this config on ``machine``."""
-    testbed = TESTBEDS.get(config.testbed.name).load()
-    engineer = ENGINEERS.get(config.engineer.name).load()
-    tokens = config.generation.max_new_tokens
-    test = testbed.eval_budget(config.testbed, tokens, suite="test") if "test" in testbed.eval_suites else None
-    budget = round_budget(config, *testbed.eval_budget(config.testbed, tokens), test=test,
-                          design=engineer.design_budget(config.engineer, config.generation.engineer_max_new_tokens))
+def wall_time(config: RunConfig, strategy: Strategy, gpu: GPU, machine: Machine, *, threads: int | None = None,
+              lanes: Lanes | None = None) -> Estimate:
+    """``curriculum.walltime.estimate`` for this config on ``machine``: on a CPU with the matmul rate
+    measured in each precision the run computes in, and each part on its engine (``cpu_lanes``);
+    ``threads``: torch threads of the run (default: ``trainer.torch_threads``, else this
+    process's), ``lanes``: instead of ``cpu_lanes(config)``."""
     model = _walltime_model(config)
     if machine.kind == "gpu":  # vLLM batches every request: no per-step term (bandwidth infinite)
         rates = Rates(max(strategy.processes, 1) * gpu.bf16_tflops * 1e12, math.inf, GEN_UTILISATION,
                       TRAIN_UTILISATION)
-        return estimate(config, budget, model, rates, gpu=True)
-    rates = Rates(measure_cpu_flops(), measure_cpu_bandwidth(), CPU_ROW_UTILISATION, CPU_TRAIN_UTILISATION)
-    return estimate(config, budget, model, rates, gpu=False)
+        engine = Lane("vllm", "bf16")
+        lanes = lanes or Lanes(engine, engine, "bf16")
+        # nothing measured on a GPU: the counts stay upper bounds (every share calibrated on the CPU)
+        return estimate(config, _budget(config, lanes), model, rates, gpu=True, lanes=lanes, central=False)
+    lanes = lanes or cpu_lanes(config)
+    threads = threads or getattr(config.trainer, "torch_threads", None)
+    return estimate(config, _budget(config, lanes), model, cpu_rates(lanes, threads), gpu=False, lanes=lanes)
+
+
+def _budget(config: RunConfig, lanes: Lanes) -> Budget:
+    """The run's token counts (``curriculum.walltime.round_budget``), an eval on vLLM in one call."""
+    testbed = TESTBEDS.get(config.testbed.name).load()
+    engineer = ENGINEERS.get(config.engineer.name).load()
+    tokens = config.generation.max_new_tokens
+    test = testbed.eval_budget(config.testbed, tokens, suite="test") if "test" in testbed.eval_suites else None
+    return round_budget(config, *testbed.eval_budget(config.testbed, tokens), test=test,
+                        design=engineer.design_budget(config.engineer, config.generation.engineer_max_new_tokens),
+                        eval_batch=VLLM_MAX_ROWS if lanes.eval.engine == "vllm" else None)
+
+
+def cpu_rates(lanes: Lanes, threads: int | None = None) -> dict[str, Rates]:
+    """This CPU's rates per decode engine: the matmul probe in float32 and, where a part of the
+    run computes in bf16, in bfloat16 (``threads`` torch threads; default this process's), the
+    memory probe, and each engine's calibrated utilisation and step overhead."""
+    import torch
+
+    scale = (threads / torch.get_num_threads()) if threads else 1.0
+    flops = measure_cpu_flops() * scale
+    bf16 = measure_cpu_flops(dtype="bfloat16") * scale if "bf16" in lanes.precisions else None
+    bandwidth = measure_cpu_bandwidth()
+    return {engine: Rates(flops, bandwidth, ROW_UTILISATION[engine], CPU_TRAIN_UTILISATION["fp32"], bf16,
+                          STEP_OVERHEAD_S[engine], CPU_WARMSTART_UTILISATION["fp32"], CPU_ROUND_OVERHEAD_S, SETUP_S,
+                          VLLM_START_S if engine == "vllm" else 0.0, CPU_TRAIN_UTILISATION["bf16"],
+                          CPU_WARMSTART_UTILISATION["bf16"])
+            for engine in ("transformers", "vllm")}
 
 
 WEIGHT_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2, "auto": 4}
@@ -179,4 +211,4 @@ def _walltime_model(config: RunConfig) -> Model | None:
     if total is None:
         return None
     return Model(shape.active_params if shape else total, shape.layers if shape else None,
-                 total * WEIGHT_BYTES[config.model.dtype])
+                 total * WEIGHT_BYTES[config.model.dtype], total)

@@ -4,14 +4,16 @@ and the seconds they imply (pure functions on configs; no model, no probe but on
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from curriculum.config import load_config
-from curriculum.walltime import (PROMPT_TOKENS, ROUND_OVERHEAD_S, WARMSTART_FILL, Budget, Model, Rates, Work,
-                                 estimate, generate_work, measure_cpu_bandwidth, round_budget,
-                                 train_flops_per_token)
+from curriculum.walltime import (DECODE_FILL, GRPO_KEPT_ROWS, GRPO_LONGEST_COMPLETION, PROMPT_SHARES, PROMPT_TOKENS,
+                                 ROUND_OVERHEAD_S, WARMSTART_FILL, Budget, Lane, Lanes, Model, Rates, Work,
+                                 central_budget, cpu_lanes, estimate, generate_work, measure_cpu_bandwidth,
+                                 measure_cpu_flops, round_budget, train_flops_per_token)
 
 ROOT = Path(__file__).resolve().parents[2]
 MAPF_DEMO = ROOT / "configs/mapf_cpu_demo.yaml"
@@ -95,7 +97,7 @@ def test_trainable_layers_lower_the_training_term(k, beta, factor):
     part = _config(f"model.trainable_layers={k}", f"trainer.beta={beta}")
     rates = Rates(flops=1.0, bandwidth=math.inf, gen_utilisation=1.0, train_utilisation=0.5)
     budget = Budget(Work(trained=1_000))
-    full_s, part_s = (estimate(c, budget, MODEL, rates, gpu=False).round_seconds - ROUND_OVERHEAD_S
+    full_s, part_s = (estimate(c, budget, MODEL, rates, gpu=False, central=False).round_seconds - ROUND_OVERHEAD_S
                       for c in (full, part))
     assert full_s == pytest.approx((6 + (2 if beta else 0)) * 1_000 * 1_000 / 0.5)
     assert part_s == pytest.approx(full_s * factor)
@@ -147,11 +149,18 @@ def test_the_test_suite_is_counted_where_the_loop_runs_it(every_round):
 
 
 def test_run_total_is_rounds_plus_the_evals_before_round_zero():
-    config = _config("rounds=3", "eval_before_training=true")
+    config = _config("rounds=3", "eval_before_training=true", "trainer.warmstart.steps=64")
     rates = Rates(flops=1e9, bandwidth=1e9, gen_utilisation=0.25, train_utilisation=0.5)
-    e = estimate(config, round_budget(config, 36, 128), MODEL, rates, gpu=False)
-    once = estimate(config, Budget(round_budget(config, 36, 128).once), MODEL, rates, gpu=False).round_seconds
-    assert e.total_seconds == pytest.approx(3 * e.round_seconds + once - ROUND_OVERHEAD_S)
+    budget = round_budget(config, 36, 128, test=(36, 128))
+    e = estimate(config, budget, MODEL, rates, gpu=False)
+    outside = sum(e.phases[p] for p in ("setup", "baseline_eval", "baseline_test_eval", "warmstart_eval",
+                                        "warmstart_test_eval", "final_test"))
+    assert e.total_seconds == pytest.approx(3 * e.round_seconds + outside)
+    assert e.total_seconds == pytest.approx(sum(e.phases.values()))
+    assert e.phases["overhead"] == pytest.approx(3 * ROUND_OVERHEAD_S)
+    # the evals before round 0 and the last test are the suites' evals, each once
+    assert e.phases["baseline_eval"] == pytest.approx(e.phases["eval"] / 3)
+    assert e.phases["final_test"] > 0 and e.phases["test_eval"] == 0
 
 
 def test_simulated_learner_gets_the_fixed_round_time():
@@ -162,3 +171,152 @@ def test_simulated_learner_gets_the_fixed_round_time():
 
 def test_bandwidth_probe_is_plausible():
     assert 1e8 < measure_cpu_bandwidth(mib=16, repeats=2) < 1e13
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_the_matmul_probe_measures_either_precision(dtype):
+    assert 1e7 < measure_cpu_flops(size=64, repeats=2, dtype=dtype) < 1e15
+
+
+# -- precision, engines and the central estimate -----------------------------------------------------------
+QUIET = Rates(flops=1e11, bandwidth=math.inf, gen_utilisation=0.25, train_utilisation=0.5, bf16_flops=2e11)
+"""No step term; bf16 products at twice the float32 rate."""
+
+
+@pytest.mark.parametrize("setting, native, expected", [("auto", True, "bf16"), ("auto", False, "fp32"),
+                                                       ("true", False, "bf16"), ("false", True, "fp32")])
+def test_bf16_autocast_resolves_as_the_trainer_does(setting, native, expected):
+    lanes = cpu_lanes(_config(f"trainer.bf16={setting}"), native=native)
+    assert lanes.train == expected
+    assert lanes.eval == Lane("transformers", expected)  # the eval policy decodes under the same autocast
+    assert lanes.rollout == Lane("transformers", expected, sampled=True)  # GRPO samples at T = 0.7
+
+
+def test_a_bf16_autocast_config_uses_the_bf16_rate():
+    config = _config("trainer.bf16=true", "eval_before_training=false", "trainer.warmstart.steps=64")
+    budget = round_budget(config, 36, 128)
+    lanes = cpu_lanes(config, native=True)
+    assert lanes.precisions == {"bf16"}
+    bf16 = estimate(config, budget, MODEL, QUIET, gpu=False, lanes=lanes)
+    fp32 = estimate(config, budget, MODEL, QUIET, gpu=False, lanes=Lanes(Lane(), Lane(sampled=True), "fp32"))
+    for phase in ("train", "eval"):  # every term of both scales with the rate (no step term here)
+        assert bf16.phases[phase] == pytest.approx(fp32.phases[phase] / 2)
+    assert bf16.warmstart_seconds == pytest.approx(fp32.warmstart_seconds / 2)
+    assert "bf16 200 GFLOP/s" in bf16.note and "bf16" not in fp32.note.split(";")[0]
+
+
+def test_a_bf16_pass_runs_at_its_own_utilisation():
+    rates = replace(QUIET, bf16_train_utilisation=0.8, bf16_warm_utilisation=0.4)
+    assert rates.pass_rate("bf16") == pytest.approx(0.8 * 2e11)
+    assert rates.pass_rate("bf16", warm=True) == pytest.approx(0.4 * 2e11)
+    assert rates.pass_rate("fp32") == pytest.approx(0.5 * 1e11)  # float32 keeps the float32 ones
+    assert replace(rates, bf16_flops=None).pass_rate("bf16") == pytest.approx(0.5 * 1e11)  # no bf16 probe
+
+
+def test_vllm_lanes_follow_the_config():
+    config = _config("generation.backend=vllm", "trainer.use_vllm=true")
+    lanes = cpu_lanes(config, native=True)
+    assert lanes.eval == Lane("vllm", "bf16") and lanes.rollout == Lane("vllm", "bf16", sampled=True)
+    assert lanes.rescored  # bf16 sampler beside the trainer: TRL scores the samples again
+    exact = cpu_lanes(_config("generation.backend=vllm", "trainer.use_vllm=true", "trainer.bf16=false"),
+                      native=False)
+    assert exact.eval == Lane("vllm", "fp32") and not exact.rescored  # fp32 on both sides: auto skips it
+    assert cpu_lanes(_config("trainer.use_vllm=auto"), native=True).rollout.engine == "transformers"
+
+
+def test_a_vllm_eval_is_one_call_of_every_prompt():
+    from curriculum.plan import _budget
+
+    config = _config("generation.backend=vllm", "testbed.test_instances_per_size=24")
+    vllm, hf = (_budget(config, cpu_lanes(config, native=True)), _budget(config, Lanes()))
+    assert vllm.test_suite.decode_steps == 128 and hf.test_suite.decode_steps == 3 * 128  # 144 rows, batch 48
+    assert vllm.test_suite.generated == hf.test_suite.generated
+
+
+def test_a_vllm_engine_decodes_a_finished_row_no_further():
+    config = _config("eval_before_training=true", "trainer.warmstart.steps=64", "generation.backend=vllm",
+                     "trainer.use_vllm=true")
+    budget = round_budget(config, 36, 128)
+    vllm = central_budget(config, budget, cpu_lanes(config, native=True))
+    hf = central_budget(config, budget, Lanes(rollout=Lane(sampled=True)))
+    assert vllm.eval.generated == round(DECODE_FILL["vllm"] * budget.eval.generated)
+    assert hf.eval.generated == budget.eval.generated  # transformers decodes every row to the call's end
+    assert vllm.eval.decode_steps == hf.eval.decode_steps == budget.eval.decode_steps
+    shipped = central_budget(config, budget, cpu_lanes(config, native=True), as_shipped=True)
+    assert shipped.eval.generated == budget.eval.generated  # the model as shipped runs to the limit
+    e = estimate(config, budget, MODEL, QUIET, gpu=False, lanes=cpu_lanes(config, native=True))
+    assert e.phases["baseline_eval"] > e.phases["warmstart_eval"]
+
+
+def test_grpo_training_counts_its_padded_and_kept_rows():
+    skip, keep = _config("trainer.skip_zero_advantage=true"), _config("trainer.skip_zero_advantage=false")
+    budget = round_budget(skip, 0, 0)
+    prompt = PROMPT_SHARES["mapf_frozenlake"]
+    padded = (prompt * PROMPT_TOKENS + GRPO_LONGEST_COMPLETION * 128) / (PROMPT_TOKENS + 128)
+    assert 0.55 < padded < 0.65  # the demo's prompts and completions
+    assert central_budget(skip, budget, Lanes()).train.trained == round(budget.train.trained * padded * GRPO_KEPT_ROWS)
+    assert central_budget(keep, budget, Lanes()).train.trained == round(budget.train.trained * padded)
+    assert central_budget(skip, budget, Lanes()).train.prefilled == round(budget.train.prefilled * prompt)
+    rescored = Lanes(rollout=Lane("vllm", "bf16", True), train="bf16", rescored=True)
+    extra = central_budget(skip, budget, rescored).train.prefilled - central_budget(skip, budget, Lanes()).train.prefilled
+    assert extra == round(budget.train.trained * padded)  # every padded row scored again, 2N a token
+    spade = _config(path=SPADE_DEMO)
+    spade_budget = round_budget(spade, 16, 48)
+    central = central_budget(spade, spade_budget, Lanes())
+    assert central.train == spade_budget.train and central.eval == spade_budget.eval  # uncalibrated: upper bounds
+
+
+def test_the_central_estimate_lies_below_the_upper_bound():
+    for config in (_config(), _config("generation.backend=vllm", "trainer.use_vllm=true"), _config(path=SPADE_DEMO)):
+        lanes = cpu_lanes(config, native=True)
+        budget = round_budget(config, 36, 128, test=(36, 128))
+        central = estimate(config, budget, MODEL, QUIET, gpu=False, lanes=lanes)
+        upper = estimate(config, budget, MODEL, QUIET, gpu=False, lanes=lanes, central=False)
+        assert central.total_seconds <= upper.total_seconds
+        assert central.upper_seconds == pytest.approx(upper.total_seconds)
+
+
+@pytest.mark.parametrize("knob, values", [("trainer.max_steps_per_round", (1, 2, 4, 8)), ("rounds", (1, 2, 3, 6)),
+                                          ("trainer.num_generations", (2, 4, 8)),
+                                          ("trainer.max_completion_length", (32, 64, 128, 256)),
+                                          ("testbed.eval_instances_per_size", (2, 6, 24))])
+@pytest.mark.parametrize("vllm", [False, True])
+def test_the_estimate_grows_with_the_work(knob, values, vllm):
+    engines = ["generation.backend=vllm", "trainer.use_vllm=true"] if vllm else []
+    rates = Rates(flops=1e11, bandwidth=1e10, gen_utilisation=0.25, train_utilisation=0.7, bf16_flops=2e11,
+                  step_overhead_s=3e-3)
+    totals = []
+    for value in values:
+        config = _config(f"{knob}={value}", "eval_before_training=true", "test_every_round=true", *engines)
+        budget = round_budget(config, 6 * config.testbed.eval_instances_per_size, 128, test=(36, 128))
+        totals.append(estimate(config, budget, MODEL, rates, gpu=False, lanes=cpu_lanes(config, native=True))
+                      .total_seconds)
+    assert totals == sorted(totals) and totals[0] < totals[-1]
+
+
+def test_the_line_states_the_bound_and_the_engines():
+    config = _config("generation.backend=vllm", "trainer.use_vllm=true")
+    lanes = cpu_lanes(config, native=True)
+    rates = Rates(flops=1e11, bandwidth=1e10, gen_utilisation=0.25, train_utilisation=0.7, bf16_flops=2e11,
+                  step_overhead_s=3e-3)
+    line = estimate(config, round_budget(config, 36, 128), MODEL, rates, gpu=False, lanes=lanes).line()
+    assert "at most" in line and "evals on vllm bf16, rollouts on vllm bf16, training in bf16" in line
+
+
+def test_the_cpu_estimate_runs_on_the_threads_the_run_will_have(monkeypatch):
+    import torch
+
+    from curriculum import plan
+    from curriculum.core.sizing import GPUS
+    from curriculum.presets import Machine
+
+    monkeypatch.setattr(plan, "measure_cpu_flops", lambda dtype="float32": 1e10 * torch.get_num_threads())
+    monkeypatch.setattr(plan, "measure_cpu_bandwidth", lambda: 1e10)
+    cpu = Machine("cpu", "test", 2)
+    args = (plan.read_strategy(None), GPUS["h100-80gb"], cpu)
+    lanes = Lanes(rollout=Lane(sampled=True))
+    one = plan.wall_time(_config("trainer.torch_threads=1"), *args, lanes=lanes)
+    assert one.note.startswith("measured CPU matmul fp32 10 GFLOP/s")
+    assert plan.wall_time(_config(), *args, threads=1, lanes=lanes).total_seconds == pytest.approx(one.total_seconds)
+    if torch.get_num_threads() > 1:
+        assert plan.wall_time(_config(), *args, lanes=lanes).total_seconds < one.total_seconds
