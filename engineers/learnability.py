@@ -1,6 +1,6 @@
 """``learnability``: put the next round's budget where p(1 − p) is largest.
 
-Rule (per bucket b of the testbed's bucket space; ``testbeds.buckets``):
+Rule (per bucket b of the testbed's bucket space; ``curriculum.core.buckets``):
 
 1. **Estimate** the success rate p̂_b from the history: an exponential moving average of the
    eval's per-bucket success rates over the rounds so far,
@@ -32,10 +32,10 @@ from typing import Literal
 
 from pydantic import Field
 
+from curriculum.core.buckets import Bucket, bucket_scores, bucket_train_stats, normalise, space_of
 from curriculum.core.config import PluginConfig
 from curriculum.core.records import Design
 from engineers.base import DesignContext, Engineer
-from testbeds.buckets import Bucket, bucket_scores, bucket_train_stats, normalise, space_of
 
 
 class LearnabilityEngineerConfig(PluginConfig):

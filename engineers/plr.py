@@ -4,10 +4,10 @@ Sources: Jiang, Grefenstette & Rocktäschel, "Prioritized Level Replay" (ICML 20
 arXiv:2010.03934) for the replay distribution; Parker-Holder et al., "Evolving Curricula with
 Regret-Based Environment Design" (ACCEL, ICML 2022, arXiv:2203.01302) for mutating the best
 levels; the JAX reference implementation is jaxued's ``LevelSampler``. A *level* here is a bucket
-of the testbed's bucket space (``testbeds.buckets``).
+of the testbed's bucket space (``curriculum.core.buckets``).
 
 1. **Score** S_b: the learning signal the last round that trained on b actually produced — the
-   mean within-group reward standard deviation ``bucket/<b>/spread`` (``trainers/bucket_stats.py``),
+   mean within-group reward standard deviation ``bucket/<b>/spread`` (``curriculum/core/bucket_stats.py``),
    the scale of GRPO's group-relative advantages and our stand-in for PLR's value-loss / regret
    scores (a group whose answers all get the same reward yields no gradient). When a round's
    trainer reports no bucket statistics, the eval's Bernoulli std √(v_b(1 − v_b)) is the proxy.
@@ -39,10 +39,10 @@ from typing import Literal
 import numpy as np
 from pydantic import Field
 
+from curriculum.core.buckets import Bucket, BucketSpace, bucket_scores, bucket_train_stats, groups_of, space_of
 from curriculum.core.config import PluginConfig
 from curriculum.core.records import Design, RoundReport
 from engineers.base import DesignContext, Engineer
-from testbeds.buckets import Bucket, BucketSpace, bucket_scores, bucket_train_stats, groups_of, space_of
 
 
 class PLREngineerConfig(PluginConfig):

@@ -5,13 +5,13 @@ Verifiable Environments" (2025, arXiv:2511.07317), with the thresholds of the pu
 ``sliding_window`` variant: accuracy threshold τ_acc = 0.9, at least τ_num = 8 samples,
 window width d_Δ = 4.
 
-An *environment* is a group of the testbed's buckets, easiest first (``testbeds.buckets.groups_of``:
+An *environment* is a group of the testbed's buckets, easiest first (``curriculum.core.buckets.groups_of``:
 reasoning-gym — one group per task, its buckets are the task's difficulty levels; MAPF-FrozenLake —
 one group, the map sizes 3x3 … 10x10 as levels 0 … 7). Each environment e keeps a window
 [ℓ_e, h_e] of level indices, starting at [0, 0]. After every round:
 
 1. add the round's training outcomes at level h_e (``bucket/<b>/count`` and ``…/success`` from
-   the trainer, ``trainers/bucket_stats.py``) to e's accumulator (n_e, k_e);
+   the trainer, ``curriculum/core/bucket_stats.py``) to e's accumulator (n_e, k_e);
 2. if n_e ≥ τ_num and k_e / n_e ≥ τ_acc: h_e ← h_e + 1 (up to the top level),
    ℓ_e ← max(ℓ_e, h_e − d_Δ + 1), and the accumulator restarts at (0, 0) — RLVE counts accuracy
    on the new top difficulty afresh.
@@ -29,10 +29,10 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from curriculum.core.buckets import Bucket, bucket_train_stats, groups_of, space_of
 from curriculum.core.config import PluginConfig
 from curriculum.core.records import Design
 from engineers.base import DesignContext, Engineer
-from testbeds.buckets import Bucket, bucket_train_stats, groups_of, space_of
 
 
 class RLVEEngineerConfig(PluginConfig):

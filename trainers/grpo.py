@@ -32,6 +32,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from curriculum.core import distributed
+from curriculum.core.bucket_stats import bucket_metrics
 from curriculum.core.budget import TrainingBudget
 from curriculum.core.config import PluginConfig
 from curriculum.core.run import RunSettings
@@ -39,7 +40,6 @@ from curriculum.core.sizing import PlanTarget
 from curriculum.core.types import Completion, Policy, Task
 from testbeds.base import Testbed
 from trainers.base import LogFn, Trainer
-from trainers.bucket_stats import bucket_metrics
 from trainers.generation import (
     EngineSlot,
     TransformersPolicy,
@@ -663,7 +663,7 @@ def _cuda() -> bool:
 
 
 def _bucket_stats(scored: list[dict[str, Any]]) -> dict[str, float]:
-    """Per-bucket count, success and group reward spread of a round (``trainers/bucket_stats.py``)
+    """Per-bucket count, success and group reward spread of a round (``curriculum/core/bucket_stats.py``)
     over this rank's completions of tasks that name their bucket."""
     rows = [s for s in scored if s["bucket"]]
     if not rows:

@@ -6,7 +6,7 @@ with it are never model results; ``curriculum compare`` says so in its table tit
 The equations are documented in ``docs/simulated_learner.md``; in short:
 
 State: a competence c_b for each bucket b of the testbed's bucket proposal space
-(``testbeds.buckets``; MAPF-FrozenLake: the map sizes ``3x3`` … ``10x10``; reasoning-gym: each
+(``curriculum.core.buckets``; MAPF-FrozenLake: the map sizes ``3x3`` … ``10x10``; reasoning-gym: each
 task × difficulty level), starting at c_0. Buckets are grouped into environments, easiest first
 (``groups_of``); r_b is b's rank in its group (MAPF: one group, r = n − 3 for side n;
 reasoning-gym: the difficulty level).
@@ -32,7 +32,7 @@ so far-too-easy (p ≈ 1) and far-too-hard (p ≈ 0) instances teach little, tra
 transfers to neighbouring levels with factor τ per step, and buckets the round barely touches
 drift back toward c_floor.
 
-Training metrics include, per bucket, the statistics of ``trainers/bucket_stats.py`` over
+Training metrics include, per bucket, the statistics of ``curriculum/core/bucket_stats.py`` over
 G = ``group_size`` simulated answers per training task (their rewards from the testbed's real
 ``score``), as a GRPO round would report them.
 
@@ -63,13 +63,13 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field
 
+from curriculum.core.bucket_stats import bucket_metrics
+from curriculum.core.buckets import groups_of, space_of
 from curriculum.core.config import PluginConfig
 from curriculum.core.run import RunSettings
 from curriculum.core.types import Completion, Task
 from testbeds.base import Testbed
-from testbeds.buckets import groups_of, space_of
 from trainers.base import LogFn, Trainer
-from trainers.bucket_stats import bucket_metrics
 
 STATE_FILE = "simulated_state.json"
 """File written by ``save`` inside the checkpoint directory."""
@@ -418,7 +418,7 @@ class SimulatedTrainer(Trainer[SimulatedConfig]):
 
     def _scored_groups(self, tasks: Sequence[Task], seed: int) -> dict[str, float]:
         """Mean reward of G simulated answers per training task, scored by the testbed's real
-        reward, and the per-bucket statistics of ``trainers/bucket_stats.py``."""
+        reward, and the per-bucket statistics of ``curriculum/core/bucket_stats.py``."""
         policy = self.policy()
         buckets, groups, rewards = [], [], []
         for g in range(self.config.group_size):

@@ -37,6 +37,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from curriculum.core.breakdown import EvalBreakdown
+from curriculum.core.buckets import groups_of
+from curriculum.core.endpoint import EndpointError, EndpointPolicy
 from curriculum.core.records import Design, Diagnostics
 from curriculum.core.spaces import BucketSpace
 from curriculum.core.types import Completion, Policy, Task
@@ -51,10 +53,8 @@ from engineers.checkpoint.constrained import (
     is_transformers_policy,
 )
 from engineers.checkpoint.diagnostics import edit_granularity, frontier_movement, summary_consistency
-from curriculum.core.endpoint import EndpointError, EndpointPolicy
 from engineers.checkpoint.parse import ParsedAnswer, looks_like_proposal, parse_answer
 from engineers.checkpoint.prompt import build_messages, implausible_example, output_schema, prompt_text, rounded
-from testbeds.buckets import groups_of
 
 DEFAULT_MAX_NEW_TOKENS = 512
 RETRY_TEMPERATURE = 0.7

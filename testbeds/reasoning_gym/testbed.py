@@ -1,6 +1,6 @@
 """``reasoning_gym``: reasoning-gym's procedural tasks as a parametric generator for curricula.
 
-Proposal space (``testbeds.buckets.BucketSpace``, no knobs): one **bucket per (task, difficulty
+Proposal space (``curriculum.core.spaces.BucketSpace``, no knobs): one **bucket per (task, difficulty
 level)**, named ``<task>:<level>``; its share is that level's part of the round's training data.
 A task's data share is the sum of its buckets' shares, its difficulty settings the distribution
 over its levels. The levels come from the library, not from us: the task's curriculum
@@ -40,15 +40,15 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from curriculum.core.config import PluginConfig
-from curriculum.core.presets import Preset
 from curriculum.core.breakdown import EvalBreakdown, OutcomeCounts
+from curriculum.core.buckets import allocate, project_buckets
+from curriculum.core.config import PluginConfig
 from curriculum.core.metrics import MetricKey, dump_metrics
+from curriculum.core.presets import Preset
 from curriculum.core.reporting import ReportLayout, ReportRate
 from curriculum.core.spaces import BucketSpace
 from curriculum.core.types import Change, Completion, EvalReport, Policy, Task
 from testbeds.base import Testbed
-from testbeds.buckets import allocate, project_buckets
 from testbeds.heldout.reasoning import INSTRUCTION, answer_of
 
 SMALL_TASKS = ("chain_sum", "spell_backward", "letter_counting", "gcd")

@@ -15,14 +15,14 @@ import numpy as np
 import pytest
 
 from curriculum.config import load_config
-from curriculum.loop import build_testbed
+from curriculum.core.buckets import space_of
 from curriculum.core.records import RoundReport
+from curriculum.core.types import EvalReport
+from curriculum.loop import build_testbed
 from curriculum.registry import ENGINEERS
 from engineers.base import DesignContext
-from curriculum.core.types import EvalReport
-from testbeds.buckets import space_of
 from tests.contracts.test_engineers import ScriptedPolicy
-from trainers.bucket_stats import bucket_metrics
+from curriculum.core.bucket_stats import bucket_metrics
 
 BUCKET_ENGINEERS = ["learnability", "rlve", "plr", "checkpoint"]
 TESTBEDS = {"mapf_frozenlake": ["testbed.eval_agents=[3]", "testbed.eval_instances_per_size=1"],

@@ -47,11 +47,11 @@ from typing import Any, ClassVar
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from curriculum.core.buckets import allocate, project_buckets
 from curriculum.core.config import PluginConfig
 from curriculum.core.spaces import BucketSpace
 from curriculum.core.types import Completion, EvalReport, Task
 from testbeds.base import Testbed
-from testbeds.buckets import allocate, project_buckets
 
 BUCKETS = ("d1", "d2", "d3", "d4")
 
@@ -156,11 +156,11 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from curriculum.core.buckets import bucket_scores, space_of
 from curriculum.core.config import PluginConfig
 from curriculum.core.records import Design
 from curriculum.core.spaces import Bucket
 from engineers.base import Engineer
-from testbeds.buckets import bucket_scores, space_of
 
 
 class EasiestUnsolvedConfig(PluginConfig):

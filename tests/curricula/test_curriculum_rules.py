@@ -5,16 +5,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from curriculum.core.bucket_stats import bucket_metrics
+from curriculum.core.buckets import BucketSpace, bucket_train_stats, space_of
 from curriculum.core.records import RoundReport
+from curriculum.core.types import EvalReport
 from engineers.base import DesignContext
 from engineers.learnability import (LearnabilityEngineer, LearnabilityEngineerConfig, estimate_success,
                                     learnability_shares)
 from engineers.plr import PLREngineer, PLREngineerConfig, plr_shares, replay_distribution
 from engineers.rlve import RLVEEngineer, RLVEEngineerConfig, Window, replay_windows, update_window
-from curriculum.core.types import EvalReport
-from testbeds.buckets import BucketSpace, bucket_train_stats, space_of
 from testbeds.mapf_frozenlake.config import SIZES, SPACE, uniform_config
-from trainers.bucket_stats import bucket_metrics
 
 
 class _Bed:
@@ -148,7 +148,7 @@ def test_plr_scores_by_group_reward_spread_and_mutates_the_best_bucket():
 
 def test_plr_without_knobs_mutates_to_the_neighbour_level():
     from engineers.plr import mutate
-    from testbeds.buckets import Bucket
+    from curriculum.core.buckets import Bucket
 
     space = BucketSpace(buckets=("t:0", "t:1", "t:2"))
     buckets = {b: Bucket(share=s) for b, s in zip(space.buckets, (0.2, 0.6, 0.2))}

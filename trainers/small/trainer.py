@@ -43,6 +43,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from curriculum.core.bucket_stats import bucket_metrics
 from curriculum.core.config import PluginConfig
 from curriculum.core.paths import cache_dir
 from curriculum.core.run import RunSettings
@@ -50,7 +51,6 @@ from curriculum.core.sizing import PlanTarget
 from curriculum.core.types import Completion, Task
 from testbeds.base import Testbed
 from trainers.base import LogFn, Trainer
-from trainers.bucket_stats import bucket_metrics
 from trainers.grpo_objective import LossType, ScaleRewards
 
 STATE_FILE = "small_policy.pt"

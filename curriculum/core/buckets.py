@@ -1,16 +1,16 @@
 """Helpers over declared bucket proposal spaces (``curriculum.core.spaces.BucketSpace``) shared
-by the bucket-editing engineers (learnability, rlve, plr), the simulated learner and bucket-space
-testbeds (reasoning_gym).
+by the engineers that edit bucket spaces, the trainers that read a task's bucket and the testbeds
+whose proposal is a bucket space.
 
 * ``space_of(testbed)``: the testbed's declared ``BucketSpace`` (a clear error for a pool space).
 * ``groups_of(testbed, space)``: environment → its buckets, easiest first — the testbed's
-  ``bucket_groups`` (reasoning-gym: one group per task, its levels) or one group of all buckets
-  (MAPF-FrozenLake: the map sizes as levels).
+  ``bucket_groups`` (e.g. one group per task, its difficulty levels) or one group of all buckets
+  (e.g. map sizes as levels).
 * ``bucket_scores(eval)``: success rate per bucket of an eval (``EvalReport.bucket_scores``).
 * ``bucket_train_stats(train_metrics)``: what the round's training produced per bucket, from the
   trainer's metrics ``bucket/<b>/count``, ``bucket/<b>/success`` (share of completions with
   reward ≥ ½) and ``bucket/<b>/spread`` (mean within-group reward standard deviation, the size of
-  GRPO's advantages) — see ``trainers/bucket_stats.py``.
+  GRPO's advantages) — see ``curriculum/core/bucket_stats.py``.
 * ``project_buckets`` / ``allocate``: legalising a raw proposal and turning shares into counts,
   for testbeds whose proposal is nothing but a bucket space.
 """

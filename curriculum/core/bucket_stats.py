@@ -5,16 +5,17 @@ For completions grouped by prompt (GRPO's groups of G samples), with rewards r a
 bucket (``task.features["bucket"]``)::
 
     bucket/<b>/count   = number of completions of tasks in b
-    bucket/<b>/success = share of those completions with r ≥ ½ (the testbeds' success threshold:
-                         MAPF's accuracy term is ≥ 0.3 only when valid, reasoning-gym scores 1 when
-                         correct; a valid MAPF plan with a long answer can fall below ½)
+    bucket/<b>/success = share of those completions with r ≥ ½ (the success threshold: a
+                         path-planning reward's accuracy term is ≥ 0.3 only when the plan is
+                         valid, a reasoning task scores 1 when correct; a valid plan with a long
+                         answer can fall below ½)
     bucket/<b>/spread  = mean over b's groups of the population std of the group's rewards
                          (the scale of GRPO's group-relative advantages; 0 when every answer in a
                          group gets the same reward — no gradient)
     zero_spread_share  = share of all groups whose rewards are all equal (std below 1e-9): the
                          groups that give GRPO no gradient, which a curriculum exists to avoid
 
-Read back by ``testbeds.buckets.bucket_train_stats``.
+Read back by ``curriculum.core.buckets.bucket_train_stats``.
 """
 
 from __future__ import annotations
