@@ -4,7 +4,7 @@ dataset and level, so a held-out suite can be sized to the learner (``reasoning_
 For every dataset of a run config's held-out reasoning-gym suite (``testbed.reasoning_gym``), scores
 the model on ``--items`` distinct held-out questions at each candidate level in ``LEVELS`` (easiest
 first, then reasoning-gym's defaults), exactly as the run's eval does (same prompt, seeds, answer
-extraction and the dataset's own scorer, ``testbeds/heldout/reasoning.py``), greedy, with the suite's
+extraction and the dataset's own scorer, ``testbeds/spade/heldout/reasoning.py``), greedy, with the suite's
 answer budget. Use the weights the run starts from, e.g. the warm start a run cached:
 
     python benchmarks/reasoning_gym_levels.py --config configs/spade_games_cpu_demo.yaml \\
@@ -26,7 +26,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from curriculum.config import load_config  # noqa: E402
-from testbeds.heldout.reasoning import build_items, score_items  # noqa: E402
+from testbeds.spade.heldout.reasoning import build_items, score_items  # noqa: E402
 from trainers.generation import TransformersPolicy  # noqa: E402
 from trainers.models import ModelConfig, load_model, resolve_model_path  # noqa: E402
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from testbeds.sandbox import SandboxConfig, SandboxPool  # noqa: E402
+from testbeds.spade.sandbox import SandboxConfig, SandboxPool  # noqa: E402
 
 PROGRAM = '''
 import random

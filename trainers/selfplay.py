@@ -46,7 +46,7 @@ Both are the kernel's pool types (``curriculum.core.pool``), read back with ``po
    ``max_plays`` times), and the oldest beyond ``pool_size``.
 7. with ``heldout_games``, plays the run's held-out seed-library games after the update: unhinted,
    ``heldout_episodes`` each, from the same seeds every round (``trainers.spade.heldout``,
-   ``testbeds.heldout.games``); ``spade/heldout_win_rate`` is the player's skill on one fixed set
+   ``testbeds.spade.heldout.games``); ``spade/heldout_win_rate`` is the player's skill on one fixed set
    of games, comparable across rounds. Those programs never enter the pool.
 
 Several processes (``accelerate launch``, DDP / ZeRO / FSDP): every rank reads the same tasks
@@ -88,8 +88,8 @@ from curriculum.core.pool import DesignSample, EnvOutcome, PoolEnvironment, pool
 from curriculum.core.sizing import PlanTarget
 from curriculum.core.types import Task
 from testbeds.base import Testbed
-from testbeds.heldout.games import HeldoutRecord
-from testbeds.sandbox import SandboxConfig
+from testbeds.spade.heldout.games import HeldoutRecord
+from testbeds.spade.sandbox import SandboxConfig
 from trainers.base import LogFn
 from trainers.grpo import GRPOConfig, GRPOTrainerAdapter, _constant_schedule, log_forwarder
 from trainers.spade import rewards as R
@@ -191,7 +191,7 @@ class SelfPlayConfig(GRPOConfig):
     heldout_games: list[str] | int = 0
     """The player's skill across rounds: seed-library games of the setting held out of training
     and played unhinted after every round's update, from the same seeds every round
-    (``testbeds/heldout/games.py``; metrics ``spade/heldout_win_rate`` and ``spade/heldout/<game>``).
+    (``testbeds/spade/heldout/games.py``; metrics ``spade/heldout_win_rate`` and ``spade/heldout/<game>``).
     A list names the games; a number n draws n of them from the run seed, among the games
     ``agent_warmstart_seeds`` does not name; 0 or ``[]``: off (the paper has no such curve). The set
     is recorded in the run directory (``spade_heldout_games.json``) and a resume plays that set."""
@@ -340,7 +340,7 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
         held-out games."""
         if not self.config.agent_warmstart:
             return []
-        from testbeds.synthetic.seeds import seed_library
+        from testbeds.spade.synthetic.seeds import seed_library
         from trainers.spade.heldout import warmstart_names
         from trainers.spade.warmstart import agent_examples
 
@@ -367,8 +367,8 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
     # -- pieces -----------------------------------------------------------------------------------
     def sandbox(self) -> Any:
         if self._sandbox is None:
-            from testbeds.sandbox import SandboxPool
-            from testbeds.synthetic import prelude_source
+            from testbeds.spade.sandbox import SandboxPool
+            from testbeds.spade.synthetic import prelude_source
 
             cfg = self.config.sandbox
             if not cfg.prelude_source:

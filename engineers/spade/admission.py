@@ -1,4 +1,4 @@
-"""Admission of a designed environment: every check runs the program in ``testbeds.sandbox``.
+"""Admission of a designed environment: every check runs the program in ``testbeds.spade.sandbox``.
 
 ``admit(candidate, pool, config, setting)`` runs, in order, stopping at the first failure:
 
@@ -43,8 +43,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from curriculum.core.pool import program_hash
 from engineers.spade.config import AdmissionConfig, RejectReason
-from testbeds.sandbox import SandboxFailure, SandboxPool
-from testbeds.synthetic.games import extract_boxed, normalize_answer
+from testbeds.spade.sandbox import SandboxFailure, SandboxPool
+from testbeds.spade.synthetic.games import extract_boxed, normalize_answer
 
 
 class AdmissionResult(BaseModel):

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from curriculum.core.config import PluginConfig
 from curriculum.core.endpoint import EndpointConfig
-from testbeds.sandbox import SandboxConfig
+from testbeds.spade.sandbox import SandboxConfig
 
 GAME_SKILLS = (
     "pattern recognition", "logical deduction", "strategic planning", "mathematical reasoning",
@@ -262,7 +262,7 @@ class SpadeEngineerConfig(PluginConfig):
     """``program``: the paper's mode, the designer writes the whole environment program;
     ``structured`` (games only): it writes only the task's parts (``make_task``, ``check``,
     ``solve``) and the hint, rendered into the project's ``GameEnv`` skeleton
-    (``testbeds/synthetic/skeleton.py``); the rendered program is admitted like any other."""
+    (``testbeds/spade/synthetic/skeleton.py``); the rendered program is admitted like any other."""
     structured_max_turns: int = Field(4, ge=1, le=30)
     """``max_turns`` of the skeleton's class in structured mode."""
     designer_warmstart: bool = False
@@ -279,7 +279,7 @@ class SpadeEngineerConfig(PluginConfig):
     warmstart_seeds: list[str] | None = None
     """Names of the seed-library environments that warm start answers with (``None``: every
     one of the configured skills). A parametrised game answers each prompt with a variant drawn
-    from that prompt's document (``testbeds.synthetic.seeds.variant``)."""
+    from that prompt's document (``testbeds.spade.synthetic.seeds.variant``)."""
     designs_per_round: int = Field(4, ge=1)
     """Design calls per round."""
     designer: Literal["policy", "base", "endpoint"] = "policy"

@@ -46,7 +46,7 @@ from engineers.spade.diversity import (Embedder, closest_seed, environment_text,
 from engineers.spade.memory import Memory, MemoryEntry
 from engineers.spade.parse import DesignParseError, parse_design, parse_structured
 from engineers.spade.prompts import PromptEnv, design_messages
-from testbeds.sandbox import SandboxPool
+from testbeds.spade.sandbox import SandboxPool
 
 log = logging.getLogger(__name__)
 
@@ -201,7 +201,7 @@ class Designer:
         self.calls = calls
         """Design calls made so far in the run (drives the skill cycle)."""
         self.heldout = heldout
-        """Seed-library games the run holds out of training (``testbeds/heldout/games.py``): a copy
+        """Seed-library games the run holds out of training (``testbeds/spade/heldout/games.py``): a copy
         of one is rejected."""
 
     @property

@@ -16,7 +16,7 @@
   Because TF-IDF is fitted per call, texts that are compared must be embedded in one call.
 * ``near_duplicates(new, old, threshold)``: for each new row, the first earlier new row or old row
   whose cosine similarity is ≥ ``threshold`` (a repeat), or None.
-* ``closest_seed(program, setting)``: the seed-library environment (``testbeds/synthetic/seeds``)
+* ``closest_seed(program, setting)``: the seed-library environment (``testbeds/spade/synthetic/seeds``)
   whose source is most like a design's, and how alike: ``difflib.SequenceMatcher.ratio`` (2·M / T,
   M matched characters, T both lengths together; 1.0 = identical) over the task-specific source
   with whitespace runs collapsed; for games that is the structured parts, i.e. the program without
@@ -91,7 +91,7 @@ def near_duplicates(new: np.ndarray, old: np.ndarray,
 def task_source(program: str) -> str:
     """The task-specific source of a program: the structured parts when it splits into them
     (the skeleton's class dropped), else the whole program; whitespace runs collapsed."""
-    from testbeds.synthetic.skeleton import split_parts
+    from testbeds.spade.synthetic.skeleton import split_parts
 
     try:
         parts = split_parts(program)
@@ -104,7 +104,7 @@ def task_source(program: str) -> str:
 def closest_seed(program: str, setting: str) -> tuple[str, float] | None:
     """(name, similarity) of the seed-library environment most like ``program`` (module
     docstring); None when the setting has no library."""
-    from testbeds.synthetic.seeds import seed_library
+    from testbeds.spade.synthetic.seeds import seed_library
 
     mine = task_source(program)
     best: tuple[str, float] | None = None

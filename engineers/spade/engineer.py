@@ -49,10 +49,10 @@ from engineers.spade.config import DEFAULT_CAPACITY, FrozenPoolConfig, MemoryCon
 from engineers.spade.corpus import Corpus, build_corpus
 from engineers.spade.designer import Designer, DesignCandidate, RoundSummary, design_samples, pool_from_memory
 from engineers.spade.memory import Memory
-from testbeds.heldout.games import heldout_names
-from testbeds.sandbox import SandboxPool
+from testbeds.spade.heldout.games import heldout_names
+from testbeds.spade.sandbox import SandboxPool
 from testbeds.spade.saved_pool import POOL_FILE, load_pool, save_pool
-from testbeds.synthetic import prelude_source
+from testbeds.spade.synthetic import prelude_source
 
 DEFAULT_MAX_NEW_TOKENS = 2048
 """Design budget when neither the config nor the policy's generation config sets one."""

@@ -20,7 +20,7 @@ does not compile a ``syntax_error``, one that does not define its function a ``b
 detail names the part.
 
 Thinking blocks (``<think>...</think>``) are dropped first. Import lines of
-``testbeds.synthetic`` are removed from the program (``ToolEnv`` and the game helpers are
+``testbeds.spade.synthetic`` are removed from the program (``ToolEnv`` and the game helpers are
 provided by the sandbox prelude).
 """
 
@@ -31,7 +31,7 @@ import re
 from dataclasses import dataclass
 
 from engineers.spade.config import RejectReason
-from testbeds.synthetic.skeleton import PARTS, GameParts, PartError, render_game
+from testbeds.spade.synthetic.skeleton import PARTS, GameParts, PartError, render_game
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,7 @@ _OPEN_FENCE = re.compile(r"```[ \t]*(?:python|py|python3)?[ \t]*\n(.*)$", re.S |
 _TAGGED = re.compile(r"<(program|code)>\s*(.*?)\s*</\1>", re.S | re.I)
 _HINT_TAG = re.compile(r"<hint>\s*(.*?)\s*(?:</hint>|$)", re.S | re.I)
 _HINT_LINE = re.compile(r"^[ \t>*_#-]*hint[*_ ]*:[*_ ]*(.+?)(?:\n[ \t]*\n|\Z)", re.S | re.I | re.M)
-_SYNTHETIC_IMPORT = re.compile(r"^[ \t]*(from|import)[ \t]+testbeds(\.synthetic)?\b.*$", re.M)
+_SYNTHETIC_IMPORT = re.compile(r"^[ \t]*(from|import)[ \t]+testbeds(\.spade\.synthetic)?\b.*$", re.M)
 
 
 def _strip_thinking(text: str) -> str:

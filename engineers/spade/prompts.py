@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from testbeds.synthetic.skeleton import PartError, format_parts, split_parts
+from testbeds.spade.synthetic.skeleton import PartError, format_parts, split_parts
 
 GAMES_CONTRACT = """\
 You design environments that train a reasoning agent. Write one self-contained single-player \

@@ -6,11 +6,11 @@ in the configured design mode, skill ``s.skill``, and the ``i``-th document of a
 permutation seeded by ``seed``, separate from the run's own corpus cursor), answered with seed
 ``s = library[i mod len(library)]`` written as the designer must write it: in ``program`` mode
 the program in a ```python fence and ``<hint>``; in ``structured`` mode the parts in their tags
-and ``<hint>`` (``testbeds.synthetic.skeleton.format_parts``). ``library`` is the seed library
+and ``<hint>`` (``testbeds.spade.synthetic.skeleton.format_parts``). ``library`` is the seed library
 of the setting restricted to the configured skills (all of it when none matches) and, with
 ``warmstart_seeds``, to those names, always without the run's held-out games (``exclude``: the
-names in the run directory's ``spade_heldout_games.json``, ``testbeds/heldout/games.py``). A
-parametrised game (``testbeds.synthetic.seeds``, "Parametrised games") answers with a variant:
+names in the run directory's ``spade_heldout_games.json``, ``testbeds/spade/heldout/games.py``). A
+parametrised game (``testbeds.spade.synthetic.seeds``, "Parametrised games") answers with a variant:
 its word lists are the first words of the prompt's document, its choices drawn from a generator
 seeded by ``(seed, i)``; so the answer depends on the prompt and two examples of one game differ.
 With ``warmstart_skill_line`` each answer starts with a ``# skill: <skill>`` comment
@@ -30,8 +30,8 @@ from typing import Any
 from engineers.spade.config import SpadeEngineerConfig
 from engineers.spade.corpus import build_corpus
 from engineers.spade.prompts import design_messages
-from testbeds.synthetic.seeds import SeedEnvironment, library_for, variant
-from testbeds.synthetic.skeleton import format_parts
+from testbeds.spade.synthetic.seeds import SeedEnvironment, library_for, variant
+from testbeds.spade.synthetic.skeleton import format_parts
 
 
 def seed_design(seed: SeedEnvironment, mode: str, skill_line: bool = False) -> str:

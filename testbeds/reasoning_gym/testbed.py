@@ -49,7 +49,7 @@ from curriculum.core.reporting import ReportLayout, ReportRate
 from curriculum.core.spaces import BucketSpace
 from curriculum.core.types import Change, Completion, EvalReport, Policy, Task
 from testbeds.base import Testbed
-from testbeds.heldout.reasoning import INSTRUCTION, answer_of
+from testbeds.spade.heldout.reasoning import INSTRUCTION, answer_of
 
 SMALL_TASKS = ("chain_sum", "spell_backward", "letter_counting", "gcd")
 """A small CPU task set: short questions, short exact answers."""

@@ -1,6 +1,7 @@
 """``curriculum sandbox``: try an environment program in the sandbox, or report the layers.
 
-The ``spade_pool`` testbed's command (it plays these programs); the sandbox itself is ``testbeds.sandbox``.
+The ``spade_pool`` testbed's command (it plays these programs); the sandbox itself is
+``testbeds.spade.sandbox``.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ def try_command(
     from curriculum.core.config import ConfigError
     from curriculum.core.commands import fail
     from curriculum.core.userfiles import read_user_text
-    from testbeds.sandbox import SandboxConfig, try_program
+    from testbeds.spade.sandbox import SandboxConfig, try_program
 
     try:
         program = read_user_text(file, "environment program")
@@ -64,8 +65,8 @@ def try_command(
 def _reportable(text: str, value) -> None:
     """Refuse an action that could not be sent to the sandbox and reported back as JSON."""
     from curriculum.core.config import ConfigError
-    from testbeds.sandbox import SandboxConfig
-    from testbeds.sandbox.replies import ReplyError, check_tree
+    from testbeds.spade.sandbox import SandboxConfig
+    from testbeds.spade.sandbox.replies import ReplyError, check_tree
 
     try:
         check_tree(value, SandboxConfig.model_fields["max_reply_depth"].default - 2)
@@ -87,7 +88,7 @@ def _json_action(text: str):
 @app.command("doctor", epilog="Example: curriculum sandbox doctor")
 def doctor_command() -> None:
     """Start one worker and report which isolation layers are in force."""
-    from testbeds.sandbox import doctor
+    from testbeds.spade.sandbox import doctor
 
     report = doctor()
     for layer in report.layers:

@@ -12,15 +12,15 @@ Initial pool (``initial_pool``): ``none`` (SPADE: the designer fills it; also th
 ``frozen_pool``, which designs round 0's whole pool before round 0 — the fixed-environment GRPO
 baseline), ``reasoning_gym`` (reasoning-gym datasets as environment programs from training seeds
 disjoint from the eval's; no hints), ``seed_library`` (the project's seed library of the setting,
-``testbeds/synthetic/seeds``), ``programs:<dir>`` (``*.py`` files, hint in ``<name>.hint``), or
+``testbeds/spade/synthetic/seeds``), ``programs:<dir>`` (``*.py`` files, hint in ``<name>.hint``), or
 ``memory:<run dir>`` (the active admitted environments of an earlier SPADE run's memory, as its
 engineer last saved them in ``<run dir>/spade_pool.jsonl``, or a ``curriculum spade export``
 directory). With the ``fixed`` engineer the pool then never changes.
 
 Evaluation (``evaluate``), every ``eval_every`` calls and at call ``final_eval_call`` (set it to
 ``rounds - 1``; a baseline eval before training counts as a call too when enabled): games →
-reasoning-gym maths / algorithmic / cognition (``testbeds.heldout.reasoning``); tools → the fixed
-tool suite (``testbeds.heldout.tools``). Skipped calls report ``heldout/evaluated = 0`` and the
+reasoning-gym maths / algorithmic / cognition (``testbeds.spade.heldout.reasoning``); tools → the fixed
+tool suite (``testbeds.spade.heldout.tools``). Skipped calls report ``heldout/evaluated = 0`` and the
 score of the last measured call (so curves stay flat rather than falling to 0).
 """
 
@@ -38,9 +38,9 @@ from curriculum.core.presets import Preset
 from curriculum.core.spaces import PoolSpace
 from curriculum.core.types import Change, Completion, EvalReport, Policy, Task
 from testbeds.base import Testbed
-from testbeds.heldout.reasoning import ReasoningGymEval
-from testbeds.heldout.tools import ToolSuiteEval
-from testbeds.sandbox import SandboxConfig
+from testbeds.spade.heldout.reasoning import ReasoningGymEval
+from testbeds.spade.heldout.tools import ToolSuiteEval
+from testbeds.spade.sandbox import SandboxConfig
 from testbeds.spade.saved_pool import load_pool
 
 
@@ -88,11 +88,11 @@ def load_initial_pool(spec: str, config: SpadeTestbedConfig) -> list[PoolEnviron
     if spec == "none":
         return []
     if spec == "reasoning_gym":
-        from testbeds.heldout.reasoning import training_environments
+        from testbeds.spade.heldout.reasoning import training_environments
 
         return training_environments(config.reasoning_gym_train, config.reasoning_gym_items)
     if spec == "seed_library":
-        from testbeds.synthetic.seeds import seed_library
+        from testbeds.spade.synthetic.seeds import seed_library
 
         return [PoolEnvironment(hash=program_hash(s.program), setting=config.setting, skill=s.skill, hint=s.hint,
                                 program=s.program) for s in seed_library(config.setting)]
@@ -195,8 +195,8 @@ class SpadeTestbed(Testbed):
     # -- evaluation ---------------------------------------------------------------------------------
     def _tool_sandbox(self) -> Any:
         if self._sandbox is None:
-            from testbeds.sandbox import SandboxPool
-            from testbeds.synthetic import prelude_source
+            from testbeds.spade.sandbox import SandboxPool
+            from testbeds.spade.synthetic import prelude_source
 
             cfg = self.config.sandbox
             self._sandbox = SandboxPool(cfg.model_copy(update={"prelude_source": prelude_source() + cfg.prelude_source}))
@@ -222,15 +222,15 @@ class SpadeTestbed(Testbed):
             return EvalReport(score=self.last_eval["score"], metrics={"heldout/evaluated": 0.0,
                                                                       "heldout/call": float(call)}, suite=suite)
         if self.config.setting == "games":
-            from testbeds.heldout.reasoning import evaluate as rg_evaluate
-            from testbeds.heldout.reasoning import training_questions
+            from testbeds.spade.heldout.reasoning import evaluate as rg_evaluate
+            from testbeds.spade.heldout.reasoning import training_questions
 
             trained = (training_questions(self.config.reasoning_gym_train, self.config.reasoning_gym_items)
                        if self.config.initial_pool == "reasoning_gym" else frozenset())
             metrics, breakdown, samples = rg_evaluate(policy, self.config.reasoning_gym, seed=seed, exclude=trained)
             score = metrics["reasoning_gym/mean"]
         else:
-            from testbeds.heldout.tools import evaluate as tools_evaluate
+            from testbeds.spade.heldout.tools import evaluate as tools_evaluate
 
             metrics, breakdown, samples = tools_evaluate(policy, self.config.tools, self._tool_sandbox(), seed=seed)
             score = metrics["tools/mean"]

@@ -67,7 +67,7 @@ FORMER_PLUGIN_IMPORTS = {
     "curriculum/walltime.py": ["trainers.grpo", "trainers.selfplay"],
     "curriculum/cli_mapf.py": ["testbeds.mapf_frozenlake.batch", "testbeds.mapf_frozenlake.config",
                                "testbeds.mapf_frozenlake.generator", "trainers.models"],
-    "curriculum/cli_sandbox.py": ["testbeds.sandbox", "testbeds.sandbox.replies"],
+    "curriculum/cli_sandbox.py": ["testbeds.spade.sandbox", "testbeds.spade.sandbox.replies"],
     "curriculum/cli_spade.py": ["engineers.spade.memory"],
 }
 """Every controller module -> plugin module import the controller once made (in functions, as most were)."""

@@ -1,7 +1,7 @@
 """Fuzzing the host side of the sandbox with worker replies (hypothesis).
 
 Model code controls everything in its instance, ``json.dumps`` included, so any bytes may come
-back as a reply. ``testbeds.sandbox.replies`` must answer every frame with a checked value or a
+back as a reply. ``testbeds.spade.sandbox.replies`` must answer every frame with a checked value or a
 ``ReplyError`` (never another exception), and ``EnvHandle`` must turn every reply into a result
 or a ``SandboxFailure``: here a real instance sends replies drawn at random, through a
 monkeypatched ``json.dumps``.
@@ -16,8 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from testbeds.sandbox import SandboxConfig, SandboxFailure, SandboxPool
-from testbeds.sandbox.replies import (ReplyError, ReplyLimits, control_reply, finite_float,
+from testbeds.spade.sandbox import SandboxConfig, SandboxFailure, SandboxPool
+from testbeds.spade.sandbox.replies import (ReplyError, ReplyLimits, control_reply, finite_float,
                                       instance_offer, instance_reply)
 
 LIMITS = ReplyLimits(max_depth=32, max_int_digits=640)

@@ -25,7 +25,7 @@ os.environ["CURRICULUM_SANDBOX_TEST_SECRET"] = SECRET
 
 from sandbox_helpers import settled_pids  # noqa: E402
 
-from testbeds.sandbox import SandboxConfig, SandboxPool  # noqa: E402
+from testbeds.spade.sandbox import SandboxConfig, SandboxPool  # noqa: E402
 
 PROBE_WRAPPER = '''
 {body}

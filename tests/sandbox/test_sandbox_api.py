@@ -11,7 +11,7 @@ import time
 import pytest
 from pydantic import ValidationError
 
-from testbeds.sandbox import SandboxConfig, SandboxFailure, SandboxPool, doctor
+from testbeds.spade.sandbox import SandboxConfig, SandboxFailure, SandboxPool, doctor
 
 from sandbox_helpers import alive, settled_pids
 

@@ -20,7 +20,7 @@ from typing import Callable
 
 import pytest
 
-from testbeds.sandbox import SandboxFailure
+from testbeds.spade.sandbox import SandboxFailure
 
 from sandbox_helpers import alive, settled_pids
 
@@ -379,7 +379,7 @@ def test_bare_kill_all_spares_the_zygote(bare_pool, clean_after):
 
 def test_scratch_is_emptied_between_instances():
     """What one instance leaves in /tmp (even a locked directory) is gone for the next one."""
-    from testbeds.sandbox import SandboxConfig, SandboxPool
+    from testbeds.spade.sandbox import SandboxConfig, SandboxPool
 
     writer = '''
 import os
@@ -426,7 +426,7 @@ def test_sandbox_dies_with_its_host(tmp_path):
     script = tmp_path / "host.py"
     script.write_text(
         "import sys, time\n"
-        "from testbeds.sandbox import SandboxConfig, SandboxPool\n"
+        "from testbeds.spade.sandbox import SandboxConfig, SandboxPool\n"
         "pool = SandboxPool(SandboxConfig(workers=1))\n"
         "pool.start()\n"
         "handle = pool.load('class SleepEnv:\\n    pass\\n')\n"

@@ -16,7 +16,7 @@ import resource
 
 import pytest
 
-from testbeds.sandbox import SandboxConfig, SandboxFailure, SandboxPool, _worker
+from testbeds.spade.sandbox import SandboxConfig, SandboxFailure, SandboxPool, _worker
 
 from conftest import BENIGN, FAST, PROBE_WRAPPER
 

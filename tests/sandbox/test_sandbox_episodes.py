@@ -13,7 +13,7 @@ import pytest
 
 from conftest import PROBE_WRAPPER
 
-from testbeds.sandbox import SandboxConfig, SandboxPool
+from testbeds.spade.sandbox import SandboxConfig, SandboxPool
 
 WRAPPER = PROBE_WRAPPER
 

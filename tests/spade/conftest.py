@@ -18,8 +18,8 @@ FAST_SANDBOX = dict(workers=1, call_deadline_s=1.0, load_deadline_s=2.0, supervi
 
 @pytest.fixture(scope="session")
 def sandbox_pool():
-    from testbeds.sandbox import SandboxConfig, SandboxPool
-    from testbeds.synthetic import prelude_source
+    from testbeds.spade.sandbox import SandboxConfig, SandboxPool
+    from testbeds.spade.synthetic import prelude_source
 
     pool = SandboxPool(SandboxConfig(**FAST_SANDBOX, prelude_source=prelude_source()))
     pool.start()

@@ -1,4 +1,4 @@
-"""The designer side of the held-out games (``testbeds/heldout/games.py``): the designer warm start
+"""The designer side of the held-out games (``testbeds/spade/heldout/games.py``): the designer warm start
 never answers with one, and a design that copies one is rejected."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from engineers.spade.config import SpadeEngineerConfig
 from engineers.spade.diversity import closest_seed
 from engineers.spade.engineer import SpadeEngineer
 from engineers.spade.parse import parse_structured
-from testbeds.heldout.games import choose, new_record, write_record
-from testbeds.synthetic.seeds import library_for, seed_library
-from testbeds.synthetic.skeleton import format_parts
+from testbeds.spade.heldout.games import choose, new_record, write_record
+from testbeds.spade.synthetic.seeds import library_for, seed_library
+from testbeds.spade.synthetic.skeleton import format_parts
 
 HELD = ["sequence_next", "small_knapsack"]  # of the six default skills
 

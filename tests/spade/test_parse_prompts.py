@@ -33,7 +33,7 @@ def test_unterminated_fence_and_hint_constant():
 
 def test_longest_class_block_wins_and_synthetic_imports_dropped():
     text = ("```python\nclass Helper:\n    pass\n```\n"
-            "```python\nfrom testbeds.synthetic.tool_env import ToolEnv\n"
+            "```python\nfrom testbeds.spade.synthetic.tool_env import ToolEnv\n"
             "class BigEnv(ToolEnv):\n    def solution(self):\n        return []\n```\n<hint>h</hint>")
     parsed = parse_design(text)
     assert "BigEnv" in parsed.program and "testbeds" not in parsed.program

@@ -17,8 +17,8 @@ from engineers.spade.designer import DesignCandidate
 from engineers.spade.engineer import SpadeEngineer
 from engineers.spade.parse import DesignParseError, parse_structured
 from engineers.spade.prompts import STRUCTURED_GAMES_CONTRACT
-from testbeds.synthetic.seeds import library_for, seed_library
-from testbeds.synthetic.skeleton import PartError, format_parts, render_game, split_parts
+from testbeds.spade.synthetic.seeds import library_for, seed_library
+from testbeds.spade.synthetic.skeleton import PartError, format_parts, render_game, split_parts
 
 LIBRARY = [s for setting in ("games", "tools") for s in seed_library(setting)]
 
@@ -322,7 +322,7 @@ def test_the_library_has_parametrised_games():
 def test_every_variant_of_a_parametrised_game_is_admitted(seed, sandbox_pool):
     import random
 
-    from testbeds.synthetic.seeds import variant
+    from testbeds.spade.synthetic.seeds import variant
 
     programs = set()
     for i in range(6):
@@ -336,7 +336,7 @@ def test_every_variant_of_a_parametrised_game_is_admitted(seed, sandbox_pool):
 def test_a_variant_takes_its_words_from_the_document():
     import random
 
-    from testbeds.synthetic.seeds import document_words, variant
+    from testbeds.spade.synthetic.seeds import document_words, variant
 
     assert document_words(DOCUMENT, 4) == ["compute", "square", "matrix", "using"]
     assert document_words("a bb matrix", 3, fallback=["river", "matrix", "stone"]) == ["matrix", "river", "stone"]

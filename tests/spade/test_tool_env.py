@@ -7,8 +7,8 @@ import json
 from conftest import FIXTURES
 
 from engineers.spade.parse import parse_design
-from testbeds.synthetic.games import extract_boxed, normalize_answer
-from testbeds.synthetic.tool_env import ToolEnv, parse_action
+from testbeds.spade.synthetic.games import extract_boxed, normalize_answer
+from testbeds.spade.synthetic.tool_env import ToolEnv, parse_action
 
 
 class CounterEnv(ToolEnv):

@@ -12,7 +12,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 @pytest.fixture(scope="session")
 def sandbox_pool():
-    from testbeds.sandbox import SandboxConfig, SandboxPool
+    from testbeds.spade.sandbox import SandboxConfig, SandboxPool
 
     pool = SandboxPool(SandboxConfig(workers=2))
     pool.start()

@@ -6,14 +6,14 @@ import json
 import pytest
 
 from curriculum.core.types import Completion
-from testbeds.heldout.tools import TOOL_TASKS, ToolSuiteEval
-from testbeds.heldout.tools import evaluate as tools_evaluate
+from testbeds.spade.heldout.tools import TOOL_TASKS, ToolSuiteEval
+from testbeds.spade.heldout.tools import evaluate as tools_evaluate
 
 
 @pytest.fixture(scope="module")
 def tool_pool():
-    from testbeds.sandbox import SandboxConfig, SandboxPool
-    from testbeds.synthetic import prelude_source
+    from testbeds.spade.sandbox import SandboxConfig, SandboxPool
+    from testbeds.spade.synthetic import prelude_source
 
     pool = SandboxPool(SandboxConfig(workers=2, prelude_source=prelude_source()))
     pool.start()
@@ -72,8 +72,8 @@ def test_tool_suite_eval(tool_pool):
 
 def test_reasoning_gym_items_fixed_and_scored():
     pytest.importorskip("reasoning_gym")
-    from testbeds.heldout.reasoning import ReasoningGymEval, build_items
-    from testbeds.heldout.reasoning import evaluate as rg_evaluate
+    from testbeds.spade.heldout.reasoning import ReasoningGymEval, build_items
+    from testbeds.spade.heldout.reasoning import evaluate as rg_evaluate
 
     cfg = ReasoningGymEval(datasets={"maths": ["basic_arithmetic"], "algorithmic": ["spell_backward"]},
                            per_dataset=3)
@@ -94,7 +94,7 @@ def test_reasoning_gym_items_fixed_and_scored():
 
 def test_fixed_reasoning_gym_environments_disjoint_from_eval(tool_pool):
     pytest.importorskip("reasoning_gym")
-    from testbeds.heldout.reasoning import build_items, training_environments
+    from testbeds.spade.heldout.reasoning import build_items, training_environments
 
     envs = training_environments(["spell_backward"], 5)
     eval_questions = {x["question"] for x in build_items({"a": ["spell_backward"]}, 50, 20_260_000)}
@@ -139,7 +139,7 @@ def test_reasoning_gym_levels_set_each_datasets_difficulty():
     pytest.importorskip("reasoning_gym")
     import re
 
-    from testbeds.heldout.reasoning import ReasoningGymEval, build_items
+    from testbeds.spade.heldout.reasoning import ReasoningGymEval, build_items
 
     easy = {"min_terms": 2, "max_terms": 2, "max_digits": 1, "operators": ["+"], "allow_parentheses": False,
             "allow_negation": False}
@@ -157,7 +157,7 @@ def test_reasoning_gym_levels_set_each_datasets_difficulty():
 
 def test_reasoning_gym_items_distinct_and_never_a_training_question():
     pytest.importorskip("reasoning_gym")
-    from testbeds.heldout.reasoning import build_items
+    from testbeds.spade.heldout.reasoning import build_items
 
     level = {"min_terms": 2, "max_terms": 2, "max_digits": 1, "operators": ["+"], "allow_parentheses": False,
              "allow_negation": False}
@@ -175,7 +175,7 @@ def test_reasoning_gym_items_distinct_and_never_a_training_question():
 
 def test_spade_testbed_eval_excludes_its_training_questions(monkeypatch):
     pytest.importorskip("reasoning_gym")
-    import testbeds.heldout.reasoning as reasoning
+    import testbeds.spade.heldout.reasoning as reasoning
     from testbeds.spade.testbed import SpadeTestbed, SpadeTestbedConfig
 
     level = {"min_terms": 2, "max_terms": 2, "max_digits": 1, "operators": ["+"], "allow_parentheses": False,
@@ -208,7 +208,7 @@ def test_spade_testbed_eval_excludes_its_training_questions(monkeypatch):
 
 def test_reasoning_gym_level_its_generator_cannot_draw_from_is_refused(monkeypatch):
     pytest.importorskip("reasoning_gym")
-    import testbeds.heldout.reasoning as reasoning
+    import testbeds.spade.heldout.reasoning as reasoning
 
     monkeypatch.setattr(reasoning, "GENERATION_DEADLINE_S", 0.5)
     # reasoning-gym redraws the target base until it differs from the source base: forever here

@@ -3,9 +3,9 @@
 import pytest
 from cotrain_fakes import EASY_ENV, GUESS_ENV, HINT, ScriptedTurnModel
 
-from trainers.spade import rewards as R
 from curriculum.core.pool import PoolEnvironment
-from testbeds.synthetic.games import extract_boxed
+from testbeds.spade.synthetic.games import extract_boxed
+from trainers.spade import rewards as R
 from trainers.spade.play import PlayConfig, action_from_text, play, summarise
 
 

@@ -1,6 +1,6 @@
 """The player's skill across rounds: the selfplay trainer plays a fixed set of held-out seed-library
 games after every update, unhinted, from the same seeds every round; they never enter training,
-and the set survives a resume (``testbeds/heldout/games.py``, ``trainers/spade/heldout.py``)."""
+and the set survives a resume (``testbeds/spade/heldout/games.py``, ``trainers/spade/heldout.py``)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from spade_loop_fakes import design_tasks
 import trainers.selfplay as selfplay
 from curriculum.config import validate_config
 from curriculum.core.pool import DesignSample, design_task, env_task
-from testbeds.heldout.games import HELDOUT_FILE, choose, heldout_seed
+from testbeds.spade.heldout.games import HELDOUT_FILE, choose, heldout_seed
 from trainers.spade.play import episode_seeds
 from trainers.spade.warmstart import solution_moves
 
@@ -163,7 +163,7 @@ def test_the_held_out_set_is_recorded_and_kept_by_a_resume(tiny_model_dir, tmp_p
 
 
 def test_a_drawn_set_avoids_the_agent_warm_start_and_the_warm_start_avoids_it(tiny_model_dir, monkeypatch):
-    from testbeds.synthetic.seeds import seed_library
+    from testbeds.spade.synthetic.seeds import seed_library
 
     names = [s.name for s in seed_library("games")]
     warm = [n for n in names if n not in ("anagram", "take_away")]

@@ -1,4 +1,4 @@
-"""The selfplay trainer's held-out games (``testbeds/heldout/games.py``): which, and what they show.
+"""The selfplay trainer's held-out games (``testbeds/spade/heldout/games.py``): which, and what they show.
 
 ``resolve_record`` gives the run's ``HeldoutRecord``: the one in the run directory when there is
 one (a resume, an extension, a run forked from a shared round 0 that copied it), else a new one
@@ -21,7 +21,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from testbeds.heldout.games import HeldoutRecord, choose, heldout_seed, new_record, read_record, write_record
+from testbeds.spade.heldout.games import (HeldoutRecord, choose, heldout_seed, new_record, read_record,
+                                         write_record)
 from trainers.spade import rewards as R
 from trainers.spade.play import Episode, episode_seeds, summarise
 

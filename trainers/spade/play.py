@@ -43,7 +43,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from curriculum.core.pool import PoolEnvironment
-from testbeds.synthetic.games import extract_boxed
+from testbeds.spade.synthetic.games import extract_boxed
 
 GAMES_INSTRUCTION = (
     "You are playing a text environment. Read the observation, think briefly, and give your move "
@@ -205,7 +205,7 @@ def play(pool: Any, envs: Sequence[PoolEnvironment], model: TurnModel, config: P
     picks its reset seeds, so a shard of the play set played on one rank gets the same seeds as in
     the whole set. ``conditions``: which halves to play (``(False,)``: unhinted only, as the
     held-out games are played)."""
-    from testbeds.sandbox import SandboxFailure
+    from testbeds.spade.sandbox import SandboxFailure
 
     episodes, owners = _new_episodes(envs, indices, seed, config.episodes_per_condition, conditions)
     workers = threads or getattr(getattr(pool, "config", None), "workers", 1) or 1

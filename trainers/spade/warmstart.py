@@ -11,7 +11,7 @@ other dicts as JSON); example ``t`` of an episode is the conversation up to move
 moves as assistant turns, the environment's replies as user turns) answered with move ``t``.
 Playing stops at the first terminated or truncated step. ``names`` restricts the library to those
 environments; a parametrised game is played as a fresh variant per episode (its choices and
-words drawn from a generator seeded by ``(seed, j)``, ``testbeds.synthetic.seeds.variant``).
+words drawn from a generator seeded by ``(seed, j)``, ``testbeds.spade.synthetic.seeds.variant``).
 
 The SPADE trainer's SFT warm start trains on these when ``trainer.agent_warmstart`` is on and
 ``trainer.warmstart.steps > 0``. Not in the paper: its agents (4B-30B) play from the start.
@@ -24,8 +24,8 @@ import random
 from typing import Any
 
 from curriculum.core.pool import PoolEnvironment, program_hash
-from testbeds.sandbox import SandboxPool
-from testbeds.synthetic.seeds import library_for, variant
+from testbeds.spade.sandbox import SandboxPool
+from testbeds.spade.synthetic.seeds import library_for, variant
 from trainers.spade.play import PlayConfig, first_messages
 
 

@@ -6,7 +6,7 @@
 * ``games`` — helpers for single-player text games (``extract_boxed``, ``normalize_answer``).
 
 Both modules use only standard-library modules on the sandbox's import allowlist, because model
-code runs inside ``testbeds.sandbox`` where this package cannot be imported. ``prelude_source()``
+code runs inside ``testbeds.spade.sandbox`` where this package cannot be imported. ``prelude_source()``
 returns their source text for ``SandboxConfig.prelude_source``: the sandbox runs it once per
 worker and its names (``ToolEnv``, ``extract_boxed``...) are visible to every program.
 """
@@ -31,5 +31,5 @@ def prelude_source() -> str:
         text = (_HERE / name).read_text()
         lines = [line for line in text.splitlines()
                  if not line.startswith("from testbeds.") and not line.startswith("from __future__")]
-        parts.append(f"# ---- testbeds/synthetic/{name}\n" + "\n".join(lines))
+        parts.append(f"# ---- testbeds/spade/synthetic/{name}\n" + "\n".join(lines))
     return "\n\n".join(parts) + "\n"

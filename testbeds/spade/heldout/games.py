@@ -3,7 +3,7 @@
 SPADE's own win rate (``spade/win_rate``) is measured on each round's play set, the new designs
 and the least-played pool environments, so its values of two rounds are rates on different games
 and cannot be compared. With ``trainer.heldout_games`` the ``selfplay`` trainer also plays a fixed
-set of games of the setting's seed library (``testbeds/synthetic/seeds``) after every round's
+set of games of the setting's seed library (``testbeds/spade/synthetic/seeds``) after every round's
 update: unhinted, ``trainer.heldout_episodes`` episodes per game, from the same reset seeds and the
 same generation seeds every round. Its win rate per round (``spade/heldout_win_rate``, and
 ``spade/heldout/<game>`` per game) is one curve of the player's skill across rounds.
@@ -35,7 +35,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from curriculum.core.pool import PoolEnvironment, program_hash
-from testbeds.synthetic.seeds import SeedEnvironment, library_for, seed_library
+from testbeds.spade.synthetic.seeds import SeedEnvironment, library_for, seed_library
 
 HELDOUT_FILE = "spade_heldout_games.json"
 """The run's held-out games, in its run directory (``HeldoutRecord``)."""

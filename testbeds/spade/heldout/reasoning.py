@@ -34,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from curriculum.core.breakdown import EvalBreakdown
 from curriculum.core.pool import PoolEnvironment
 from curriculum.core.types import Policy, Task
-from testbeds.synthetic.games import extract_boxed
+from testbeds.spade.synthetic.games import extract_boxed
 
 DEFAULT_DATASETS: dict[str, list[str]] = {
     "maths": ["basic_arithmetic", "chain_sum", "gcd", "lcm", "fraction_simplification", "simple_equations"],

@@ -42,7 +42,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from testbeds.sandbox.config import Failure, SandboxConfig, SandboxFailure
+from testbeds.spade.sandbox.config import Failure, SandboxConfig, SandboxFailure
 
 SANDBOX_PYTHON = "/opt/sandbox/python"
 SANDBOX_WORKER_DIR = "/opt/sandbox/worker"

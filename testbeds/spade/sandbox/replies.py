@@ -33,7 +33,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, get_args
 
-from testbeds.sandbox.config import Failure, FailureKind
+from testbeds.spade.sandbox.config import Failure, FailureKind
 
 INSTANCE_KINDS = frozenset({"syntax_error", "exception", "memory_limit", "bad_return",
                             "forbidden_import", "bad_program", "bad_call"})

@@ -250,7 +250,7 @@ def evaluate(policy: Policy, config: ToolSuiteEval, sandbox: Any, *, seed: int =
              samples: int = 2) -> tuple[dict[str, float], EvalBreakdown, list[dict[str, Any]]]:
     """Play every task's episodes with ``policy`` (batched turns, replayed env steps): (metrics,
     breakdown (the metrics as rates group ``tools``), a few samples)."""
-    from testbeds.sandbox import SandboxFailure
+    from testbeds.spade.sandbox import SandboxFailure
 
     episodes = [{"task": name, "seed": config.eval_seed + i, "messages": [], "actions": [], "done": False,
                  "won": False, "calls": 0} for name in config.tasks for i in range(config.episodes_per_task)]
@@ -306,7 +306,7 @@ def evaluate(policy: Policy, config: ToolSuiteEval, sandbox: Any, *, seed: int =
 
 
 def _safe(fn: Any, *args: Any) -> Any:
-    from testbeds.sandbox import SandboxFailure
+    from testbeds.spade.sandbox import SandboxFailure
 
     try:
         return fn(*args)

@@ -3,7 +3,7 @@ more per skill of each SPADE setting, every one passing the sandbox admission
 (``tests/spade/test_seed_library.py``).
 
 Layout: ``games/<name>.py`` holds the three parts of a structured game (``make_task``, ``check``,
-``solve``; ``testbeds.synthetic.skeleton``), rendered into the ``GameEnv`` skeleton;
+``solve``; ``testbeds.spade.synthetic.skeleton``), rendered into the ``GameEnv`` skeleton;
 ``tools/<name>.py`` holds a complete ``ToolEnv`` subclass. Each file starts with a
 ``# skill: <skill>`` line; ``<name>.hint`` beside it is the privileged hint.
 
@@ -21,7 +21,7 @@ learn one fixed answer. Every variant must pass admission like the file's own ga
 Used as: the designer's warm start (design prompt → a library design, in the engineer's design
 mode), the agent's warm start (first observation → the boxed solution), a starting pool
 (``testbed.initial_pool: seed_library``) and held-out games, played every round and never
-trained on (``trainer.heldout_games``, ``testbeds/heldout/games.py``).
+trained on (``trainer.heldout_games``, ``testbeds/spade/heldout/games.py``).
 Written for this project; the public SPADE code ships no such library.
 """
 
@@ -35,7 +35,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from testbeds.synthetic.skeleton import GameParts, render_game, split_parts
+from testbeds.spade.synthetic.skeleton import GameParts, render_game, split_parts
 
 HERE = Path(__file__).resolve().parent
 SETTINGS = ("games", "tools")

@@ -2,7 +2,7 @@
 
 Quick use::
 
-    from testbeds.sandbox import SandboxConfig, SandboxPool, SandboxFailure
+    from testbeds.spade.sandbox import SandboxConfig, SandboxPool, SandboxFailure
 
     with SandboxPool(SandboxConfig()) as pool:
         with pool.load(source) as env:          # the class whose name ends in "Env"
@@ -15,11 +15,11 @@ Every failure raises ``SandboxFailure`` whose ``.failure`` is a ``Failure`` with
 and a ``detail``. ``doctor()`` reports which isolation layers are in force.
 """
 
-from testbeds.sandbox.config import (DEFAULT_ALLOWED_MODULES, Failure, ResetResult,
+from testbeds.spade.sandbox.config import (DEFAULT_ALLOWED_MODULES, Failure, ResetResult,
                                      SandboxConfig, SandboxFailure, StepResult)
-from testbeds.sandbox.layers import DoctorReport, LayerStatus
-from testbeds.sandbox.pool import EnvHandle, SandboxPool, doctor
-from testbeds.sandbox.trial import TrialReport, try_program
+from testbeds.spade.sandbox.layers import DoctorReport, LayerStatus
+from testbeds.spade.sandbox.pool import EnvHandle, SandboxPool, doctor
+from testbeds.spade.sandbox.trial import TrialReport, try_program
 
 __all__ = [
     "DEFAULT_ALLOWED_MODULES", "DoctorReport", "EnvHandle", "Failure", "LayerStatus",

@@ -29,10 +29,10 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from testbeds.sandbox import _worker, replies
-from testbeds.sandbox.config import (Failure, ResetResult, SandboxConfig, SandboxFailure,
+from testbeds.spade.sandbox import _worker, replies
+from testbeds.spade.sandbox.config import (Failure, ResetResult, SandboxConfig, SandboxFailure,
                                      StepResult)
-from testbeds.sandbox.layers import (DoctorReport, LayerStatus, Runtime, degraded_env,
+from testbeds.spade.sandbox.layers import (DoctorReport, LayerStatus, Runtime, degraded_env,
                                      detect_layers, drop_privileges, minimal_env,
                                      prepare_runtime, worker_command)
 

@@ -1,5 +1,5 @@
 """SPADE's structured design mode: the task-specific parts of a game, rendered into the fixed
-``GameEnv`` skeleton (``testbeds/synthetic/game_env.py``).
+``GameEnv`` skeleton (``testbeds/spade/synthetic/game_env.py``).
 
 Instead of a whole program (the paper's mode: class, ``reset``, ``step``, reward, feedback, turn
 limit, ``solution``), a structured design writes only what differs between games:

@@ -23,14 +23,14 @@ actions without a final answer the episode is truncated. ``tool_schemas()`` retu
 OpenAI-style schemas (``{"type": "function", "function": {name, description, parameters}}``).
 
 Only standard-library modules on the sandbox allowlist are used: this file is part of the sandbox
-prelude (``testbeds.synthetic.prelude_source``), so programs use ``ToolEnv`` without importing it.
+prelude (``testbeds.spade.synthetic.prelude_source``), so programs use ``ToolEnv`` without importing it.
 """
 
 import json
 import random
 import re
 
-from testbeds.synthetic.games import extract_boxed, normalize_answer
+from testbeds.spade.synthetic.games import extract_boxed, normalize_answer
 
 _JSON_TYPES = {"str": "string", "int": "integer", "float": "number", "bool": "boolean",
                "list": "array", "dict": "object"}

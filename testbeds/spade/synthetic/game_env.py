@@ -1,6 +1,6 @@
 """``GameEnv``: the fixed skeleton of a single-answer text game (SPADE's structured design mode).
 
-A structured design supplies three functions (``testbeds.synthetic.skeleton`` renders them into a
+A structured design supplies three functions (``testbeds.spade.synthetic.skeleton`` renders them into a
 program whose class subclasses this one):
 
 * ``make_task(rng) -> (state, text)`` — the task's state (any value) and its statement, drawn
@@ -21,7 +21,7 @@ rendered program uses ``GameEnv`` (and ``extract_boxed``) without importing them
 
 import random
 
-from testbeds.synthetic.games import extract_boxed
+from testbeds.spade.synthetic.games import extract_boxed
 
 ANSWER_FORMAT = "Give your final answer inside \\boxed{...}."
 

@@ -10,8 +10,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from testbeds.sandbox.config import Failure, SandboxConfig, SandboxFailure
-from testbeds.sandbox.pool import SandboxPool
+from testbeds.spade.sandbox.config import Failure, SandboxConfig, SandboxFailure
+from testbeds.spade.sandbox.pool import SandboxPool
 
 
 class TrialReport(BaseModel):
