@@ -130,8 +130,8 @@ def main() -> None:
         (main_vllm if args.engine == "vllm" else main_batched_transformers)(args)
         return
 
-    from trainers.generation import GenerationConfig, TransformersPolicy
-    from trainers.models import ModelConfig, load_model
+    from trainers.lm.generation import GenerationConfig, TransformersPolicy
+    from trainers.lm.models import ModelConfig, load_model
 
     model, tokenizer = load_model(ModelConfig())
     policy = TransformersPolicy(model, tokenizer, GenerationConfig(engineer_max_new_tokens=args.max_new_tokens))
@@ -188,7 +188,7 @@ def batched_calls(policy, testbed: MAPFTestbed, n: int, seed: int, temperature: 
     started = time.perf_counter()
     if engine == "vllm":
         from engineers.checkpoint.engineer import vllm_structured_generate_many
-        from trainers.generation import vllm_build
+        from trainers.lm.generation import vllm_build
 
         completions = vllm_structured_generate_many(
             policy, [c[2] for c in calls], [c[3] for c in calls], max_new_tokens=budget,
@@ -219,9 +219,9 @@ def batched_calls(policy, testbed: MAPFTestbed, n: int, seed: int, temperature: 
 
 
 def main_batched_transformers(args) -> None:
-    from trainers.chat import chat_policy
-    from trainers.generation import GenerationConfig
-    from trainers.models import ModelConfig
+    from trainers.lm.chat import chat_policy
+    from trainers.lm.generation import GenerationConfig
+    from trainers.lm.models import ModelConfig
 
     started = time.perf_counter()
     policy = chat_policy(ModelConfig(name_or_path=str(args.model)) if args.model else ModelConfig(),
@@ -241,8 +241,8 @@ def main_batched_transformers(args) -> None:
 
 
 def main_vllm(args) -> None:
-    from trainers.generation import GenerationConfig, VLLMPolicy
-    from trainers.models import embedded_model_dir
+    from trainers.lm.generation import GenerationConfig, VLLMPolicy
+    from trainers.lm.models import embedded_model_dir
 
     model_dir = str(args.model or embedded_model_dir())
     config = GenerationConfig(backend="vllm", vllm_dtype=args.vllm_dtype, engineer_max_new_tokens=args.max_new_tokens)

@@ -6,7 +6,7 @@ For a run config (default ``configs/mapf_cpu_demo.yaml``) and its model this tim
   in the run's precision (bf16 autocast where ``trainer.bf16`` resolves to on, else fp32);
 * ``transformers-static``: the same with ``cache_implementation="static"`` (``generation.cache``;
   it prefills every row, repeated prompts too: a static cache cannot start from the shared prefill);
-* ``vllm-bf16`` / ``vllm-fp32``: the vLLM engine of ``trainers/generation.start_vllm_engine`` (the
+* ``vllm-bf16`` / ``vllm-fp32``: the vLLM engine of ``trainers/lm/generation.start_vllm_engine`` (the
   CPU build on a CPU), when vLLM is importable; skipped with the reason otherwise.
 
 Workloads: ``eval`` — the testbed's eval prompts, greedy; ``grpo`` — round-0 training prompts,
@@ -21,7 +21,7 @@ memory bandwidth (``curriculum.walltime.measure_cpu_bandwidth``) and R the measu
 (2048² matrix product, best of 5) in the engine's compute precision; ``ratio`` = measured / floor.
 
 Start-up is the engine's construction (0 for transformers: the model is already loaded); weight
-sync is one ``trainers.generation.push_weights`` (0 for transformers: it decodes the trained model
+sync is one ``trainers.lm.generation.push_weights`` (0 for transformers: it decodes the trained model
 itself). Agreement: greedy eval decoding to each engine's own end of sequence; per engine against
 ``transformers-dynamic``: prompts with identical tokens and the mean position of the first
 difference.
@@ -97,7 +97,7 @@ class TransformersEngine:
                 min_new_tokens=new_tokens if fixed else None, do_sample=temperature > 0,
                 temperature=temperature if temperature > 0 else None, top_p=None, top_k=None,
                 pad_token_id=pad, **({"cache_implementation": "static"} if self.static else {}))
-        from trainers.generation import _strip_after_eos
+        from trainers.lm.generation import _strip_after_eos
 
         rows = out[:, width:].tolist()
         return rows if fixed else [_strip_after_eos(r, self.tokenizer.eos_token_id, pad) for r in rows]
@@ -110,10 +110,10 @@ class TransformersEngine:
 
 
 class VLLMEngine:
-    """``trainers.generation.start_vllm_engine`` over the model saved to a scratch directory."""
+    """``trainers.lm.generation.start_vllm_engine`` over the model saved to a scratch directory."""
 
     def __init__(self, model: Any, tokenizer: Any, dtype: str, max_model_len: int) -> None:
-        from trainers.generation import GenerationConfig, start_vllm_engine
+        from trainers.lm.generation import GenerationConfig, start_vllm_engine
 
         self.dir = tempfile.mkdtemp(prefix="bench-vllm-")
         model.save_pretrained(self.dir, safe_serialization=True)
@@ -131,7 +131,7 @@ class VLLMEngine:
                seed: int = 0) -> list[list[int]]:
         from vllm import SamplingParams
 
-        from trainers.generation import _strip_after_eos
+        from trainers.lm.generation import _strip_after_eos
 
         params = SamplingParams(max_tokens=new_tokens, min_tokens=new_tokens if fixed else 0,
                                 ignore_eos=fixed, temperature=temperature, seed=seed)
@@ -140,7 +140,7 @@ class VLLMEngine:
         return rows if fixed else [_strip_after_eos(r, self.tokenizer.eos_token_id, None) for r in rows]
 
     def sync(self, model: Any) -> float:
-        from trainers.generation import push_weights
+        from trainers.lm.generation import push_weights
 
         best = float("inf")
         for _ in range(2):
@@ -237,9 +237,9 @@ def main() -> None:
     from curriculum.config import load_config
     from curriculum.loop import build_testbed
     from curriculum.walltime import measure_cpu_bandwidth
-    from trainers.generation import render_chat, share_prompt_prefill
-    from trainers.models import load_model
-    from trainers.precision import resolve_bf16
+    from trainers.lm.generation import render_chat, share_prompt_prefill
+    from trainers.lm.models import load_model
+    from trainers.lm.precision import resolve_bf16
 
     config = load_config(args.config, args.overrides)
     threads = config.trainer.torch_threads or os.cpu_count() or 1

@@ -3,7 +3,7 @@
 For a run config (default ``configs/mapf_cpu_demo.yaml``) this times, with the real model:
 
 1. the machine's matmul rate (a 2048x2048 GEMM, best of 5) in the precision the run computes in
-   (fp32, or bf16 when ``trainer.bf16`` resolves to on: ``trainers/precision.py``) — the
+   (fp32, or bf16 when ``trainer.bf16`` resolves to on: ``trainers/lm/precision.py``) — the
    *floor* rate R;
 2. ``--warmstart-steps`` supervised warm-start steps (TRL ``SFTTrainer``, the config's batch);
 3. ``--steps`` GRPO steps (TRL ``GRPOTrainer`` through our adapter), each split into
@@ -19,7 +19,8 @@ trainable layers only, input and weight gradients (4·N_train·T), plus the inpu
 frozen head (2·N_head·T_head); the forward stays 2·(N − N_head)·T + 2·N_head·T_head. Decoding is
 2·N per generated token for
 decoding (with the prompt's prefill at 2·N per prompt token; GRPO's repeated prompts are prefilled
-once per distinct prompt, ``trainers/generation.share_prompt_prefill``). The floor of a phase is its FLOPs / R;
+once per distinct prompt, ``trainers/lm/generation.share_prompt_prefill``). The floor of a phase is its
+FLOPs / R;
 ``ratio`` = measured / floor (1.0 = as fast as the GEMM benchmark). Decoding is bound by memory
 bandwidth and per-token overhead at small batch, not FLOPs, so its ratio is far above 1 by nature.
 
@@ -112,7 +113,8 @@ def instrument(timers: Timers) -> None:
     from transformers import GenerationMixin
     from trl import GRPOTrainer, SFTTrainer
 
-    from trainers import generation, warmstart
+    from trainers import warmstart
+    from trainers.lm import generation
 
     def count_generation(model: Any, *args: Any, **kwargs: Any) -> None:
         ids = kwargs.get("input_ids")
@@ -206,7 +208,7 @@ def instrument_vllm(timers: Timers) -> None:
     original = grpo.sync_colocated_through_reload
 
     def reload_then_time(vllm_generation: Any) -> None:
-        # The CPU build's sync is set on the instance (trainers.generation.sync_colocated_through_reload).
+        # The CPU build's sync is set on the instance (trainers.lm.generation.sync_colocated_through_reload).
         original(vllm_generation)
         if not getattr(vllm_generation, "sync_timed", False):
             timers.wrap(vllm_generation, "sync_weights", "sync",
@@ -306,7 +308,7 @@ def main() -> None:
     if unknown or not engines:
         parser.error(f"--grpo-engines takes transformers and/or vllm, got {args.grpo_engines!r}")
     if "vllm" in engines:
-        from trainers.generation import vllm_available, vllm_build
+        from trainers.lm.generation import vllm_available, vllm_build
 
         if vllm_build() is None and not vllm_available():
             parser.error("--grpo-engines vllm needs vLLM (the CPU build: make install-cpu-vllm, then .venv-vllm)")

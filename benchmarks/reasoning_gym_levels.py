@@ -27,8 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from curriculum.config import load_config  # noqa: E402
 from testbeds.spade.heldout.reasoning import build_items, score_items  # noqa: E402
-from trainers.generation import TransformersPolicy  # noqa: E402
-from trainers.models import ModelConfig, load_model, resolve_model_path  # noqa: E402
+from trainers.lm.generation import TransformersPolicy  # noqa: E402
+from trainers.lm.models import ModelConfig, load_model, resolve_model_path  # noqa: E402
 
 LEVELS: dict[str, list[dict[str, Any]]] = {
     "basic_arithmetic": [

@@ -33,8 +33,8 @@ import numpy as np  # noqa: E402
 
 from curriculum.config import load_config  # noqa: E402
 from engineers.spade.engineer import SpadeEngineer  # noqa: E402
-from trainers.generation import TransformersPolicy  # noqa: E402
-from trainers.models import ModelConfig, load_model, resolve_model_path  # noqa: E402
+from trainers.lm.generation import TransformersPolicy  # noqa: E402
+from trainers.lm.models import ModelConfig, load_model, resolve_model_path  # noqa: E402
 
 
 def main() -> None:

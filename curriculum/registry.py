@@ -202,7 +202,7 @@ PLUGIN_MODULE = {"testbed": "testbed", "engineer": "engineer", "trainer": "train
 def plugin_modules(kind: str) -> list[str]:
     """The modules of ``PACKAGES[kind]`` that may hold a plugin, without importing any: every
     top-level module, and the ``PLUGIN_MODULE[kind]`` module of every sub-package (a sub-package
-    without one holds no plugin and stays unloaded)."""
+    without one, e.g. ``trainers/lm``, holds no plugin and stays unloaded)."""
     package = importlib.import_module(PACKAGES[kind])
     names = []
     for info in pkgutil.iter_modules(package.__path__):

@@ -54,7 +54,7 @@ engine's dtype, F_p the machine's FLOP/s in the part's precision and B its memor
                  warm start (at U_warm) apart, "unless cached"
 
 k/L: ``model.trainable_layers`` of the model's L decoder layers (``plan.model_shape``): only the
-top k train (``trainers.models.freeze_lower_layers``), so the backward pass (4N: gradients of
+top k train (``trainers.lm.models.freeze_lower_layers``), so the backward pass (4N: gradients of
 activations and of weights) runs through k/L of the model; without ``trainable_layers``, or with
 L unknown, k/L = 1, i.e. the usual 6N. Gradient checkpointing's recompute (+2N·k/L) is not
 counted (``plan.step_seconds`` counts it for a self-play trainer's step time).

@@ -20,7 +20,7 @@ def save_tiny_llama(path: Path, *, hidden_size: int = 64, intermediate_size: int
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from trainers.models import embedded_model_dir, load_tokenizer
+    from trainers.lm.models import embedded_model_dir, load_tokenizer
 
     tokenizer = load_tokenizer(str(embedded_model_dir()))
     config = LlamaConfig(

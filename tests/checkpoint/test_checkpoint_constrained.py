@@ -29,8 +29,8 @@ SHORT = {"answer_reasoning_chars": 40, "answer_summary_chars": 30}
 
 @pytest.fixture(scope="module")
 def tiny_policy(tiny_model_dir):
-    from trainers.generation import GenerationConfig, TransformersPolicy
-    from trainers.models import load_tokenizer
+    from trainers.lm.generation import GenerationConfig, TransformersPolicy
+    from trainers.lm.models import load_tokenizer
     from transformers import AutoModelForCausalLM
 
     model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)

@@ -127,7 +127,7 @@ def test_vllm_policies_get_schema_constrained_decoding(monkeypatch):
             out = types.SimpleNamespace(text=text, token_ids=[1, 2, 3])
             return [types.SimpleNamespace(outputs=[out])]
 
-    class VLLMPolicy:  # same name as trainers.generation.VLLMPolicy
+    class VLLMPolicy:  # same name as trainers.lm.generation.VLLMPolicy
         def __init__(self):
             self.llm = LLM()
             self.config = types.SimpleNamespace(top_p=0.9, engineer_max_new_tokens=99)

@@ -18,9 +18,9 @@ pytest.importorskip("llguidance")
 
 @pytest.fixture(scope="module")
 def long_context_policy(tmp_path_factory, tiny_llama):
-    from trainers.chat import chat_policy
-    from trainers.generation import GenerationConfig
-    from trainers.models import ModelConfig
+    from trainers.lm.chat import chat_policy
+    from trainers.lm.generation import GenerationConfig
+    from trainers.lm.models import ModelConfig
 
     # The design prompt (~1,500 tokens) plus the answer budget exceed the default 2,048 positions.
     model_dir = tiny_llama(tmp_path_factory.mktemp("model"), max_position_embeddings=8192)

@@ -29,7 +29,7 @@ DRAWS = 40
 
 @pytest.fixture(scope="module")
 def tokenizer():
-    from trainers.models import load_tokenizer, resolve_model_path
+    from trainers.lm.models import load_tokenizer, resolve_model_path
 
     config = load_config(ROOT / "configs" / CPU_CONFIGS[0])
     return load_tokenizer(resolve_model_path(config.model.name_or_path))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import socket
 
-from trainers.generation import single_process_rendezvous_port
+from trainers.lm.generation import single_process_rendezvous_port
 
 
 def test_a_port_another_run_listens_on_is_replaced_in_a_one_process_run(monkeypatch):

@@ -3,7 +3,7 @@ every-position head, which it uses on a CPU."""
 
 from __future__ import annotations
 
-from trainers.models import ModelConfig, load_model
+from trainers.lm.models import ModelConfig, load_model
 
 
 def test_completion_positions_only_gives_the_same_log_probs_and_gradients(tiny_model_dir, monkeypatch):

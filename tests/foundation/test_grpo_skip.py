@@ -7,7 +7,7 @@ import hashlib
 import pytest
 
 from trainers.grpo import LOSS_ROW_SCALE, drop_zero_advantage_rows, grpo_trainer_class
-from trainers.models import ModelConfig, load_model
+from trainers.lm.models import ModelConfig, load_model
 
 
 def _batch():

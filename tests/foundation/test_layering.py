@@ -61,12 +61,12 @@ def test_an_upward_import_breaks_its_contract(tmp_path):
 
 
 FORMER_PLUGIN_IMPORTS = {
-    "curriculum/config.py": ["trainers.generation", "trainers.models"],
-    "curriculum/plan.py": ["trainers.models", "trainers.grpo", "trainers.generation", "trainers.selfplay",
+    "curriculum/config.py": ["trainers.lm.generation", "trainers.lm.models"],
+    "curriculum/plan.py": ["trainers.lm.models", "trainers.grpo", "trainers.lm.generation", "trainers.selfplay",
                            "engineers.spade.corpus"],
     "curriculum/walltime.py": ["trainers.grpo", "trainers.selfplay"],
     "curriculum/cli_mapf.py": ["testbeds.mapf_frozenlake.batch", "testbeds.mapf_frozenlake.config",
-                               "testbeds.mapf_frozenlake.generator", "trainers.models"],
+                               "testbeds.mapf_frozenlake.generator", "trainers.lm.models"],
     "curriculum/cli_sandbox.py": ["testbeds.spade.sandbox", "testbeds.spade.sandbox.replies"],
     "curriculum/cli_spade.py": ["engineers.spade.memory"],
 }

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from trainers import precision
-from trainers.models import ModelConfig, load_model
+from trainers.lm import precision
+from trainers.lm.models import ModelConfig, load_model
 
 
 def test_cpu_flags_are_read_from_cpuinfo(tmp_path):
@@ -32,7 +32,7 @@ def test_generation_runs_under_bf16_autocast_when_asked(tiny_model_dir, bf16):
     import torch
 
     from curriculum.core.types import Task
-    from trainers.generation import GenerationConfig, TransformersPolicy
+    from trainers.lm.generation import GenerationConfig, TransformersPolicy
 
     model, tokenizer = load_model(ModelConfig(name_or_path=str(tiny_model_dir)))
     seen: list[tuple[bool, torch.dtype]] = []
@@ -72,7 +72,7 @@ def test_the_grpo_trainer_config_takes_auto(tiny_model_dir):
 ])
 def test_vllm_engine_options_follow_the_machine(monkeypatch, build, native, setting, dtype, eager):
     from curriculum.core.policy import GenerationConfig
-    from trainers import generation
+    from trainers.lm import generation
 
     monkeypatch.setattr(generation, "vllm_build", lambda: build)
     monkeypatch.setattr(precision, "native_bf16", lambda device="cpu": native)
@@ -91,7 +91,8 @@ def test_importance_sampling_auto_is_off_only_where_sampler_and_trainer_compute_
         monkeypatch, tiny_model_dir, tmp_path, build, native, sets, mode):
     from curriculum.config import load_config
     from curriculum.loop import build_testbed, build_trainer
-    from trainers import generation, grpo
+    from trainers import grpo
+    from trainers.lm import generation
 
     for module in (generation, grpo):
         monkeypatch.setattr(module, "vllm_build", lambda: build)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from trainers.generation import generate_sharing_prompts, share_prompt_prefill
-from trainers.models import ModelConfig, load_model
+from trainers.lm.generation import generate_sharing_prompts, share_prompt_prefill
+from trainers.lm.models import ModelConfig, load_model
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ from pydantic import ValidationError
 
 from curriculum.config import load_config
 from curriculum.loop import build_testbed
-from trainers.models import LoraSettings, ModelConfig, load_model
+from trainers.lm.models import LoraSettings, ModelConfig, load_model
 from trainers.warmstart import WarmStartConfig, cache_key, warm_start
 
 

@@ -8,7 +8,7 @@ import pytest
 from curriculum.config import load_config
 from curriculum.core.types import Completion
 from curriculum.loop import build_testbed
-from trainers.models import ModelConfig, load_model
+from trainers.lm.models import ModelConfig, load_model
 from trainers.warmstart import WarmStartConfig, sft_examples, warm_start
 
 

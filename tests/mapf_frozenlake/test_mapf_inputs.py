@@ -169,7 +169,7 @@ def test_cli_generate_refuses_bad_inputs_readably(tmp_path):
 def test_cli_validate_counts_tokens_with_a_tokenizer(tmp_path, tiny_model_dir):
     """num_tokens comes from the chosen tokenizer (not whitespace words), and the output names
     the unit; a record's own num_tokens is kept and marked 'given'."""
-    from trainers.models import load_tokenizer
+    from trainers.lm.models import load_tokenizer
 
     response = "Agent 1: (0,0) (0,1)"
     path = tmp_path / "r.jsonl"

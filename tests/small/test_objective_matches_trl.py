@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from trainers.grpo_objective import aggregate, clipped_token_loss, group_advantages
-from trainers.models import ModelConfig, load_model
+from trainers.lm.models import ModelConfig, load_model
 
 MAX_COMPLETION = 5
 

@@ -36,7 +36,7 @@ def small_checkpoint_run(tiny_model_dir, tmp_path, name: str):
 
 
 def test_the_local_model_answers_under_the_schema_and_is_loaded_once(tiny_model_dir, tmp_path, monkeypatch):
-    from trainers import chat
+    from trainers.lm import chat
 
     loads: list[str] = []
     real_load = chat._load

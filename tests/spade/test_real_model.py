@@ -17,8 +17,8 @@ from engineers.spade.engineer import SpadeEngineer
 @pytest.mark.slow
 @pytest.mark.parametrize("setting", ["games", "tools"])
 def test_design_round_with_embedded_model(setting, tmp_path, capsys):
-    from trainers.generation import GenerationConfig, TransformersPolicy
-    from trainers.models import ModelConfig, load_model
+    from trainers.lm.generation import GenerationConfig, TransformersPolicy
+    from trainers.lm.models import ModelConfig, load_model
 
     model, tokenizer = load_model(ModelConfig())
     policy = TransformersPolicy(model, tokenizer, GenerationConfig(batch_size=2))

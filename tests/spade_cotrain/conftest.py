@@ -26,7 +26,7 @@ def tiny_model_dir(tmp_path_factory):
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from trainers.models import EMBEDDED, load_tokenizer, resolve_model_path
+    from trainers.lm.models import EMBEDDED, load_tokenizer, resolve_model_path
 
     tokenizer = load_tokenizer(resolve_model_path(EMBEDDED))
     torch.manual_seed(0)

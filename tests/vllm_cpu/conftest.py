@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from trainers.generation import vllm_available, vllm_build
+from trainers.lm.generation import vllm_available, vllm_build
 
 os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 def test_batched_constrained_answers_all_parse_and_differ(tmp_path, tiny_llama):
     from benchmarks.engineer_parse import batched_calls, summary_bulk
     from testbeds.mapf_frozenlake.testbed import MAPFTestbed
-    from trainers.generation import GenerationConfig, VLLMPolicy
+    from trainers.lm.generation import GenerationConfig, VLLMPolicy
 
     # The design prompt (~2,000 tokens) plus the answer budget exceed the default 2,048 positions.
     model_dir = tiny_llama(tmp_path / "model", hidden_size=128, intermediate_size=256,

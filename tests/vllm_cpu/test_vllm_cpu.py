@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import pytest
 
-from trainers.generation import GenerationConfig, describe_backend
+from trainers.lm.generation import GenerationConfig, describe_backend
 
 CONFIG = GenerationConfig(backend="vllm", vllm_dtype="float32", vllm_cpu_kv_cache_gib=1, max_new_tokens=8)
 
 
 @pytest.fixture(scope="module")
 def engine(vllm_model_dir):
-    from trainers.generation import VLLMPolicy
+    from trainers.lm.generation import VLLMPolicy
 
     policy = VLLMPolicy(CONFIG, model_path=str(vllm_model_dir), max_model_len=256)
     yield policy
@@ -108,7 +108,7 @@ def test_grpo_step_through_trls_colocated_engine_syncs_weights(vllm_model_dir, t
         assert max(abs(a - b) for a, b in zip(stale, trained, strict=True)) > 0.05
         engine.sync_weights()
         # TRL's engine starts with this machine's engine options (eager; bf16 only where native).
-        from trainers.precision import native_bf16
+        from trainers.lm.precision import native_bf16
 
         assert engine.llm.model_config.dtype == (torch.bfloat16 if native_bf16("cpu") else torch.float32)
         assert engine.llm.model_config.enforce_eager
@@ -130,7 +130,7 @@ def test_one_engine_serves_every_eval_and_every_rounds_trainer(vllm_model_dir, t
 
     from curriculum.config import load_config
     from curriculum.loop import build_testbed, build_trainer
-    from trainers.precision import native_bf16
+    from trainers.lm.precision import native_bf16
 
     config = load_config(None, tiny_overrides_for_vllm(vllm_model_dir, tmp_path))
     testbed = build_testbed(config)

@@ -341,7 +341,7 @@ class TransformersTurnModel:
         self._close, self._open = self._template_parts()
 
     def _render(self, messages: list[dict[str, str]]) -> str:
-        from trainers.generation import render_chat
+        from trainers.lm.generation import render_chat
 
         return render_chat(self.tokenizer, messages)
 

@@ -50,7 +50,7 @@ ProgressFn = Callable[[int], None]
 
 class TransformersPolicy:
     """Batched generation with a transformers causal LM; ``bf16``: under bf16 autocast (the
-    trainer's mixed precision, ``trainers/precision.py``), weights stay as they are."""
+    trainer's mixed precision, ``trainers/lm/precision.py``), weights stay as they are."""
 
     def __init__(self, model: Any, tokenizer: Any, config: GenerationConfig,
                  progress: ProgressFn | None = None, *, bf16: bool = False) -> None:
@@ -220,7 +220,7 @@ def engine_options(config: GenerationConfig) -> dict[str, Any]:
     cpu = vllm_build() == "cpu"
     dtype = config.vllm_dtype
     if dtype == "auto" and cpu:
-        from trainers.precision import native_bf16
+        from trainers.lm.precision import native_bf16
 
         dtype = "bfloat16" if native_bf16("cpu") else "float32"
     eager = cpu if config.vllm_enforce_eager == "auto" else config.vllm_enforce_eager

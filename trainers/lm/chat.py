@@ -14,9 +14,9 @@ from typing import Any
 
 from curriculum.core.policy import GenerationConfig, ModelConfig, resolve_model_path
 from curriculum.core.types import Policy
-from trainers.generation import TransformersPolicy, VLLMPolicy, choose_backend
-from trainers.models import load_model
-from trainers.precision import resolve_bf16
+from trainers.lm.generation import TransformersPolicy, VLLMPolicy, choose_backend
+from trainers.lm.models import load_model
+from trainers.lm.precision import resolve_bf16
 
 _LOADED: dict[str, Policy] = {}
 """This process's chat models, by the JSON of (model, generation) settings."""
