@@ -13,7 +13,7 @@ For a run config (default ``configs/mapf_cpu_demo.yaml``) this times, with the r
 FLOPs use the 6·N·T rule for a training forward+backward over T processed tokens (padding
 included, because it is computed) with N the parameter count, except for the LM head (the tied
 49k x 576 embedding, a fifth of the 135M model), which both trainers run only on the completion
-positions (``trainers/warmstart.completion_nll``, ``trainers/grpo.completion_positions_only``):
+positions (``trainers/grpo/warmstart.completion_nll``, ``trainers/grpo/trainer.completion_positions_only``):
 6·(N − N_head)·T + 6·N_head·T_head. With ``model.trainable_layers`` the backward pass covers the
 trainable layers only, input and weight gradients (4·N_train·T), plus the input gradient of the
 frozen head (2·N_head·T_head); the forward stays 2·(N − N_head)·T + 2·N_head·T_head. Decoding is
@@ -113,7 +113,7 @@ def instrument(timers: Timers) -> None:
     from transformers import GenerationMixin
     from trl import GRPOTrainer, SFTTrainer
 
-    from trainers import warmstart
+    from trainers.grpo import warmstart
     from trainers.lm import generation
 
     def count_generation(model: Any, *args: Any, **kwargs: Any) -> None:
@@ -138,7 +138,7 @@ def instrument(timers: Timers) -> None:
         timers.count["loss_rows"] += inputs["completion_ids"].shape[0]
 
     def count_loss(trainer: Any, model: Any, inputs: dict[str, Any], *args: Any, **kwargs: Any) -> None:
-        # The rows the loss computes on: zero-advantage rows are left out (trainers/grpo.py).
+        # The rows the loss computes on: zero-advantage rows are left out (trainers/grpo/trainer.py).
         processed = inputs["prompt_ids"].numel() + inputs["completion_ids"].numel()
         real = int(inputs["prompt_mask"].sum() + inputs["completion_mask"].sum())
         timers.count["head_tokens"] += int(inputs["completion_mask"].sum())  # labelled rows only
@@ -177,7 +177,7 @@ def instrument_vllm(timers: Timers) -> None:
     from trl.generation.vllm_generation import VLLMGeneration
     from vllm import LLM
 
-    import trainers.grpo as grpo
+    import trainers.grpo.trainer as grpo
 
     def count_generation(llm: Any, prompts: Any, *args: Any, **kwargs: Any) -> None:
         ids = [tuple(p["prompt_token_ids"]) if isinstance(p, dict) else tuple(p) for p in prompts]
@@ -329,7 +329,7 @@ def main() -> None:
 
     from curriculum.config import load_config
     from curriculum.loop import build_testbed, build_trainer
-    from trainers.warmstart import warm_start
+    from trainers.grpo.warmstart import warm_start
 
     config = load_config(args.config, args.overrides)
     threads = config.trainer.torch_threads or os.cpu_count() or 1

@@ -24,7 +24,7 @@ as the plugins state them (an upper bound):
 once, outside the rounds: before round 0 (``eval_before_training``) the baseline eval and a second
 eval after a warm start, each on the validation and (where the testbed has one, ``eval_budget(...,
 suite="test")``) the test suite; the test suite after the last round (after every round, in the
-round's work, with ``test_every_round``); and the supervised warm start (``trainer.warmstart``, ``trainers/warmstart.py``), trained
+round's work, with ``test_every_round``); and the supervised warm start (``trainer.warmstart``, ``trainers/grpo/warmstart.py``), trained
 once and skipped when its cache entry exists, so it is reported apart:
 
     warm start trained = steps x batch_size x min(max_length, WARMSTART_FILL x (PROMPT_TOKENS

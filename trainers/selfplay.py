@@ -91,7 +91,7 @@ from testbeds.base import Testbed
 from testbeds.spade.heldout.games import HeldoutRecord
 from testbeds.spade.sandbox import SandboxConfig
 from trainers.base import LogFn
-from trainers.grpo import GRPOConfig, GRPOTrainerAdapter, _constant_schedule, log_forwarder
+from trainers.grpo.trainer import GRPOConfig, GRPOTrainerAdapter, _constant_schedule, log_forwarder
 from trainers.spade import rewards as R
 from trainers.spade.buffer import DelayedDesignerBuffer, DesignerSample
 from trainers.spade.play import Episode, PlayConfig, TransformersTurnModel, TurnModel, play, summarise
@@ -255,13 +255,13 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
 
     @classmethod
     def training_budget(cls, run_config: Any) -> TrainingBudget:
-        from trainers.plan import grpo_budget, selfplay_round_work
+        from trainers.grpo.plan import grpo_budget, selfplay_round_work
 
         return grpo_budget(run_config, selfplay_round_work(run_config))
 
     @classmethod
     def plan_lines(cls, run_config: Any, target: PlanTarget) -> list[str]:
-        from trainers.plan import selfplay_plan_lines
+        from trainers.grpo.plan import selfplay_plan_lines
 
         return selfplay_plan_lines(run_config, target)
 

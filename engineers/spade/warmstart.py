@@ -16,7 +16,7 @@ seeded by ``(seed, i)``; so the answer depends on the prompt and two examples of
 With ``warmstart_skill_line`` each answer starts with a ``# skill: <skill>`` comment
 (``seed_design``).
 
-The SPADE trainer's SFT warm start (``trainers/warmstart.py``) trains on these next to the agent
+The SPADE trainer's SFT warm start (``trainers/grpo/warmstart.py``) trains on these next to the agent
 role's examples, when ``engineer.designer_warmstart`` is on and ``trainer.warmstart.steps > 0``.
 Not in the paper: the paper's designers (4B-30B) write admissible programs from the start.
 """

@@ -220,7 +220,7 @@ def test_runs_execute_seed_major_so_a_cut_comparison_covers_every_engineer(tmp_p
 
 
 def test_parallel_workers_split_the_cores(monkeypatch):
-    from trainers.grpo import default_threads
+    from trainers.grpo.trainer import default_threads
 
     monkeypatch.setenv("CURRICULUM_TORCH_THREADS", "1")
     assert default_threads() == 1

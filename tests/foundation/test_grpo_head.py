@@ -16,7 +16,7 @@ def test_completion_positions_only_gives_the_same_log_probs_and_gradients(tiny_m
     monkeypatch.setattr(trl_utils._ChunkedLogProbFunction, "apply",
                         lambda hidden, *rest: (head_rows.append(hidden.shape[0]), apply(hidden, *rest))[1])
 
-    from trainers.grpo import completion_positions_only
+    from trainers.grpo.trainer import completion_positions_only
 
     model, _ = load_model(ModelConfig(name_or_path=str(tiny_model_dir)))
     add_fused_lm_head(model)

@@ -6,7 +6,7 @@ import hashlib
 
 import pytest
 
-from trainers.grpo import LOSS_ROW_SCALE, drop_zero_advantage_rows, grpo_trainer_class
+from trainers.grpo.trainer import LOSS_ROW_SCALE, drop_zero_advantage_rows, grpo_trainer_class
 from trainers.lm.models import ModelConfig, load_model
 
 

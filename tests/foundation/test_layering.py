@@ -62,9 +62,9 @@ def test_an_upward_import_breaks_its_contract(tmp_path):
 
 FORMER_PLUGIN_IMPORTS = {
     "curriculum/config.py": ["trainers.lm.generation", "trainers.lm.models"],
-    "curriculum/plan.py": ["trainers.lm.models", "trainers.grpo", "trainers.lm.generation", "trainers.selfplay",
+    "curriculum/plan.py": ["trainers.lm.models", "trainers.grpo.trainer", "trainers.lm.generation", "trainers.selfplay",
                            "engineers.spade.corpus"],
-    "curriculum/walltime.py": ["trainers.grpo", "trainers.selfplay"],
+    "curriculum/walltime.py": ["trainers.grpo.trainer", "trainers.selfplay"],
     "curriculum/cli_mapf.py": ["testbeds.mapf_frozenlake.batch", "testbeds.mapf_frozenlake.config",
                                "testbeds.mapf_frozenlake.generator", "trainers.lm.models"],
     "curriculum/cli_sandbox.py": ["testbeds.spade.sandbox", "testbeds.spade.sandbox.replies"],

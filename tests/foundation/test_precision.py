@@ -91,7 +91,7 @@ def test_importance_sampling_auto_is_off_only_where_sampler_and_trainer_compute_
         monkeypatch, tiny_model_dir, tmp_path, build, native, sets, mode):
     from curriculum.config import load_config
     from curriculum.loop import build_testbed, build_trainer
-    from trainers import grpo
+    from trainers.grpo import trainer as grpo
     from trainers.lm import generation
 
     for module in (generation, grpo):

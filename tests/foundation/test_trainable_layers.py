@@ -8,8 +8,8 @@ from pydantic import ValidationError
 
 from curriculum.config import load_config
 from curriculum.loop import build_testbed
+from trainers.grpo.warmstart import WarmStartConfig, cache_key, warm_start
 from trainers.lm.models import LoraSettings, ModelConfig, load_model
-from trainers.warmstart import WarmStartConfig, cache_key, warm_start
 
 
 def test_only_the_top_layers_and_the_final_norm_require_grad(tiny_model_dir):

@@ -8,8 +8,8 @@ import pytest
 from curriculum.config import load_config
 from curriculum.core.types import Completion
 from curriculum.loop import build_testbed
+from trainers.grpo.warmstart import WarmStartConfig, sft_examples, warm_start
 from trainers.lm.models import ModelConfig, load_model
-from trainers.warmstart import WarmStartConfig, sft_examples, warm_start
 
 
 def test_reference_answers_pass_the_validator():
@@ -46,7 +46,7 @@ def _digest(model) -> str:
 
 
 def test_cache_key_changes_with_every_input():
-    from trainers.warmstart import WarmStartConfig, cache_key
+    from trainers.grpo.warmstart import WarmStartConfig, cache_key
 
     examples = [{"prompt": [{"role": "user", "content": "a"}], "completion": [{"role": "assistant", "content": "b"}]}]
     base = WarmStartConfig(steps=4, batch_size=8)
@@ -65,7 +65,7 @@ def test_cache_key_changes_with_every_input():
 
 
 def test_cached_warm_start_trains_once_and_reloads_identical_weights(tiny_model_dir, tmp_path, monkeypatch):
-    from trainers.warmstart import WarmStartConfig, cached_warm_start
+    from trainers.grpo.warmstart import WarmStartConfig, cached_warm_start
 
     monkeypatch.setenv("CURRICULUM_CACHE", str(tmp_path))
     testbed = build_testbed(load_config(None, ["testbed.warmstart_sizes=[3x3]"]))
@@ -106,7 +106,7 @@ def test_supplied_examples_train_a_testbed_without_reference_answers(tiny_model_
 
 
 def test_length_grouped_batches_keep_the_examples_and_cut_padding(tiny_model_dir):
-    from trainers.warmstart import example_length, length_grouped
+    from trainers.grpo.warmstart import example_length, length_grouped
 
     testbed = build_testbed(load_config(None))
     tasks = testbed.warmstart_tasks(48, 0)
@@ -129,7 +129,7 @@ def test_micro_batch_must_divide_the_batch():
     import pytest
     from pydantic import ValidationError
 
-    from trainers.warmstart import WarmStartConfig
+    from trainers.grpo.warmstart import WarmStartConfig
 
     assert WarmStartConfig(batch_size=8, micro_batch_size=2).micro_batch_size == 2
     with pytest.raises(ValidationError, match="multiple of micro_batch_size"):
@@ -209,7 +209,7 @@ def test_a_decayed_schedule_moves_the_weights_less_than_a_constant_one(tiny_mode
 def test_unknown_lr_schedule_is_a_config_error():
     from pydantic import ValidationError
 
-    from trainers.warmstart import WarmStartConfig
+    from trainers.grpo.warmstart import WarmStartConfig
 
     with pytest.raises(ValidationError, match="lr_schedule"):
         WarmStartConfig(lr_schedule="exponential")
@@ -222,7 +222,7 @@ def test_completion_head_loss_is_the_full_logit_nll_of_the_completion_tokens(tin
     import torch
     import torch.nn.functional as F
 
-    from trainers.warmstart import completion_nll
+    from trainers.grpo.warmstart import completion_nll
 
     model, _ = load_model(ModelConfig(name_or_path=str(tiny_model_dir)))
     torch.manual_seed(0)

@@ -122,7 +122,7 @@ def test_optimizer_offload_and_activation_formulas():
 
 def test_step_time_flop_floor():
     from curriculum.plan import GPU, ModelShape
-    from trainers.plan import SpadeStep, step_seconds
+    from trainers.grpo.plan import SpadeStep, step_seconds
 
     step = SpadeStep(designs=1, design_prompt_tokens=0, design_tokens=100, play_envs=1, episodes=2,
                      episode_prompt_tokens=0, episode_tokens=50, agent_rows=1, designer_rows=1)

@@ -11,7 +11,7 @@ import torch
 from curriculum.config import load_config
 from testbeds.mapf_frozenlake.config import SIZES, GeneratorConfig, SizeParams
 from testbeds.mapf_frozenlake.testbed import MAPFTestbed
-from trainers import grpo_objective
+from trainers.small import objective
 from trainers.small.trainer import SmallTrainer, call_generator
 
 
@@ -42,13 +42,13 @@ def test_the_update_holds_only_groups_with_spread_and_sampling_stops_once_it_has
     trainer = _trainer(tmp_path)
     G, P = 4, 4
     seen = []
-    real = grpo_objective.clipped_token_loss
+    real = objective.clipped_token_loss
 
     def spy(logp, old, advantages, epsilon):
         seen.append(advantages.clone())
         return real(logp, old, advantages, epsilon)
 
-    monkeypatch.setattr(grpo_objective, "clipped_token_loss", spy)
+    monkeypatch.setattr(objective, "clipped_token_loss", spy)
     tasks = _tasks(trainer, 8 * P)
     out = trainer.grpo_step(tasks, generator=call_generator(0, 0, 0), keep_groups=P)
     sampled = int(out["sampled_groups"])

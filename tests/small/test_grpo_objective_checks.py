@@ -9,8 +9,8 @@ import torch
 from curriculum.config import load_config
 from testbeds.mapf_frozenlake.config import SIZES, GeneratorConfig, SizeParams
 from testbeds.mapf_frozenlake.testbed import MAPFTestbed
-from trainers import grpo_objective
-from trainers.grpo_objective import STD_EPS, aggregate, clipped_token_loss, group_advantages
+from trainers.small import objective
+from trainers.small.objective import STD_EPS, aggregate, clipped_token_loss, group_advantages
 from trainers.small.trainer import SmallTrainer, call_generator
 
 
@@ -49,14 +49,14 @@ def test_the_first_update_sees_the_sampling_policys_log_probs(tmp_path, monkeypa
     trainer.setup(None)
     trainer.prepare()
     seen = []
-    real = grpo_objective.clipped_token_loss
+    real = objective.clipped_token_loss
 
     def spy(logp, old, advantages, epsilon):
         assert (advantages != 0).any()                       # the step has groups with reward spread
         seen.append((logp.detach().clone(), old.clone()))
         return real(logp, old, advantages, epsilon)
 
-    monkeypatch.setattr(grpo_objective, "clipped_token_loss", spy)
+    monkeypatch.setattr(objective, "clipped_token_loss", spy)
     proposal = GeneratorConfig(sizes={s: SizeParams(data_ratio=1.0 if s == "3x3" else 0.0, hole_ratio=0.2,
                                                     wait_ratio=0.0) for s in SIZES})
     tasks = trainer.testbed.sample(proposal, 8, seed=1)

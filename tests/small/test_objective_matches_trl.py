@@ -1,4 +1,4 @@
-"""The objective the small learner optimises (``trainers/grpo_objective``) is TRL's: on one batch of
+"""The objective the small learner optimises (``trainers/small/objective``) is TRL's: on one batch of
 a tiny model, with old log-probs off the current ones (so ratios and clipping matter), its loss
 equals ``GRPOTrainer._compute_loss`` for every loss type the two share."""
 
@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from trainers.grpo_objective import aggregate, clipped_token_loss, group_advantages
 from trainers.lm.models import ModelConfig, load_model
+from trainers.small.objective import aggregate, clipped_token_loss, group_advantages
 
 MAX_COMPLETION = 5
 

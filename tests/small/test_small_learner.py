@@ -10,9 +10,9 @@ from curriculum.config import load_config
 from curriculum.core.types import Completion
 from testbeds.mapf_frozenlake.config import SIZES, GeneratorConfig, SizeParams
 from testbeds.mapf_frozenlake.testbed import MAPFTestbed
-from trainers.grpo_objective import aggregate, clipped_token_loss, group_advantages
 from trainers.small import codec
 from trainers.small.model import SmallTransformer, decode, pad_left, sequence_logprobs
+from trainers.small.objective import aggregate, clipped_token_loss, group_advantages
 from trainers.small.trainer import SmallTrainer, instance_of
 
 

@@ -53,7 +53,7 @@ def run_step(vllm_model_dir, tmp_path, monkeypatch, *, mode: str, stale: bool):
     import numpy as np
     import torch
 
-    import trainers.grpo as grpo
+    import trainers.grpo.trainer as grpo
     from curriculum.config import load_config
     from curriculum.loop import build_testbed, build_trainer
     from tests.foundation.test_loop import tiny_overrides

@@ -8,15 +8,15 @@ A real neural policy (``trainers/small/model.py``) over a compact tokenisation o
    L_SFT = − mean over written plan tokens of log π(y_t | prompt, y_<t). The weights are a pure
    function of (architecture, init seed, examples, SFT settings, torch version) and are cached
    under ``$CURRICULUM_CACHE/small_warmstart/<key>`` (a file lock makes concurrent runs with one
-   key compute it once), like the 135M model's warm start (``trainers/warmstart.py``).
+   key compute it once), like the 135M model's warm start (``trainers/grpo/warmstart.py``).
 2. **GRPO** (``train_round``), per step: ``prompts_per_step`` tasks of the round, G =
    ``num_generations`` plans sampled per task at ``temperature``, each rendered as the testbed's
    canonical plan text and scored by the testbed's own ``score`` (parser, validator, adaptive
-   reward); group-relative advantages and the clipped surrogate of ``trainers/grpo_objective.py``
+   reward); group-relative advantages and the clipped surrogate of ``trainers/small/objective.py``
    (the formulas TRL's ``GRPOTrainer`` optimises for the 135M model; beta = 0, no KL term),
    ``num_iterations`` AdamW updates per sampled batch (the ratio differs from 1, and the clip
    acts, from the second on). Zero-advantage rows are left out of the forward and backward
-   through ``trainers.grpo.drop_zero_advantage_rows`` (exact at beta = 0). With
+   through ``trainers.grpo.trainer.drop_zero_advantage_rows`` (exact at beta = 0). With
    ``dynamic_sampling`` (DAPO) a step samples batches of ``prompts_per_step`` tasks until it holds
    ``prompts_per_step`` groups with reward spread (at most ``max_sampling_batches`` batches) and
    the update sees those groups only; every sampled group is still scored and recorded.
@@ -51,7 +51,7 @@ from curriculum.core.sizing import PlanTarget
 from curriculum.core.types import Completion, Task
 from testbeds.base import Testbed
 from trainers.base import LogFn, Trainer
-from trainers.grpo_objective import LossType, ScaleRewards
+from trainers.small.objective import LossType, ScaleRewards
 
 STATE_FILE = "small_policy.pt"
 """Weights, optimizer state and counters written by ``save``."""
@@ -120,9 +120,9 @@ class SmallConfig(PluginConfig):
     epsilon: float = Field(0.2, gt=0.0, lt=1.0)
     """Clipping range of the probability ratio."""
     loss_type: LossType = "grpo"
-    """Loss aggregation (``trainers/grpo_objective.aggregate``)."""
+    """Loss aggregation (``trainers/small/objective.aggregate``)."""
     scale_rewards: ScaleRewards = "group"
-    """Advantage normalisation (``trainers/grpo_objective.group_advantages``)."""
+    """Advantage normalisation (``trainers/small/objective.group_advantages``)."""
     temperature: float = Field(1.0, gt=0.0, le=5.0)
     """Sampling temperature of training rollouts."""
     eval_temperature: float = Field(0.0, ge=0.0, le=5.0)
@@ -435,8 +435,8 @@ class SmallTrainer(Trainer[SmallConfig]):
         only; ``sampled_groups`` in the result says how many tasks were sampled."""
         import torch
 
-        from trainers.grpo import drop_zero_advantage_rows
-        from trainers.grpo_objective import aggregate, clip_fraction, clipped_token_loss, group_advantages
+        from trainers.grpo.trainer import drop_zero_advantage_rows
+        from trainers.small.objective import aggregate, clip_fraction, clipped_token_loss, group_advantages
         from trainers.small import codec
         from trainers.small.model import FIELDS, pad_left, sequence_logprobs
 
@@ -554,5 +554,5 @@ class SmallTrainer(Trainer[SmallConfig]):
 
     def run_info(self) -> dict[str, Any]:
         params = sum(p.numel() for p in self.model.parameters()) if self.model is not None else 0
-        return {"trainer": self.name, "algorithm": "GRPO (trainers/grpo_objective.py)", "parameters": params,
+        return {"trainer": self.name, "algorithm": "GRPO (trainers/small/objective.py)", "parameters": params,
                 "rounds_trained": self.rounds_trained, **self.config.model_dump(mode="json")}

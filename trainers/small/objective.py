@@ -16,7 +16,7 @@ completions), ``bnpo`` / ``dapo`` (mean over all completion tokens of the batch)
 (sum over tokens / (completions x max completion length)). No KL term: the trainers that use
 these functions run with beta = 0 (the CPU configs' setting).
 
-``trainers/grpo.py`` gets the same objective from TRL itself; ``trainers/small`` computes it
+``trainers/grpo/trainer.py`` gets the same objective from TRL itself; ``trainers/small`` computes it
 with these functions, so the two optimise one formula (``tests/small/test_objective_matches_trl.py``
 checks the loss against ``GRPOTrainer._compute_loss`` on one batch, for each loss type).
 """

@@ -40,6 +40,7 @@ from curriculum.core.sizing import PlanTarget
 from curriculum.core.types import Completion, Policy, Task
 from testbeds.base import Testbed
 from trainers.base import LogFn, Trainer
+from trainers.grpo.warmstart import WarmStartConfig
 from trainers.lm.generation import (
     EngineSlot,
     TransformersPolicy,
@@ -55,7 +56,6 @@ from trainers.lm.generation import (
 )
 from trainers.lm.models import load_model, resolve_model_path
 from trainers.lm.precision import BF16Setting, resolve_bf16
-from trainers.warmstart import WarmStartConfig
 
 
 class GRPOConfig(PluginConfig):
@@ -142,7 +142,7 @@ class GRPOConfig(PluginConfig):
     warmstart: WarmStartConfig = Field(default_factory=WarmStartConfig)
     """Supervised warm start on the testbed's reference answers before GRPO round 0 (off by
     default: the paper starts GRPO from the base model). Cached across runs; see
-    ``trainers/warmstart.py``."""
+    ``trainers/grpo/warmstart.py``."""
 
     @model_validator(mode="after")
     def _batch_divides(self) -> GRPOConfig:
@@ -230,13 +230,13 @@ class GRPOTrainerAdapter(Trainer[GRPOConfig]):
 
     @classmethod
     def training_budget(cls, run_config: RunSettings) -> TrainingBudget:
-        from trainers.plan import grpo_budget
+        from trainers.grpo.plan import grpo_budget
 
         return grpo_budget(run_config)
 
     @classmethod
     def plan_lines(cls, run_config: RunSettings, target: PlanTarget) -> list[str]:
-        from trainers.plan import grpo_plan_lines
+        from trainers.grpo.plan import grpo_plan_lines
 
         return grpo_plan_lines(run_config, target)
 
@@ -302,7 +302,7 @@ class GRPOTrainerAdapter(Trainer[GRPOConfig]):
         then is the warm-started model, the start of GRPO."""
         if self.config.warmstart.steps == 0:
             return {}
-        from trainers.warmstart import cached_warm_start
+        from trainers.grpo.warmstart import cached_warm_start
 
         settings = self.config.warmstart
         if self.run_config.model.lora is not None:
