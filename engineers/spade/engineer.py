@@ -26,7 +26,7 @@ hands the same pool on without a design call, so only the agent role trains.
 
 State saved per round: the corpus seed and cursor and the design-call counter (the memory is its own
 SQLite file in the run directory). The sandbox pool is started on first use and closed by
-``close``. Rewards, agent play and co-training live with the ``selfplay`` trainer (``trainers.spade``).
+``close``. Rewards, agent play and co-training live with the ``selfplay`` trainer (``trainers.selfplay``).
 """
 
 from __future__ import annotations

@@ -62,15 +62,16 @@ def test_an_upward_import_breaks_its_contract(tmp_path):
 
 FORMER_PLUGIN_IMPORTS = {
     "curriculum/config.py": ["trainers.lm.generation", "trainers.lm.models"],
-    "curriculum/plan.py": ["trainers.lm.models", "trainers.grpo.trainer", "trainers.lm.generation", "trainers.selfplay",
-                           "engineers.spade.corpus"],
-    "curriculum/walltime.py": ["trainers.grpo.trainer", "trainers.selfplay"],
+    "curriculum/plan.py": ["trainers.lm.models", "trainers.grpo.trainer", "trainers.lm.generation",
+                           "trainers.selfplay.trainer", "engineers.spade.corpus"],
+    "curriculum/walltime.py": ["trainers.grpo.trainer", "trainers.selfplay.trainer"],
     "curriculum/cli_mapf.py": ["testbeds.mapf_frozenlake.batch", "testbeds.mapf_frozenlake.config",
                                "testbeds.mapf_frozenlake.generator", "trainers.lm.models"],
     "curriculum/cli_sandbox.py": ["testbeds.spade.sandbox", "testbeds.spade.sandbox.replies"],
     "curriculum/cli_spade.py": ["engineers.spade.memory"],
 }
-"""Every controller module -> plugin module import the controller once made (in functions, as most were)."""
+"""Every controller module -> plugin module import the controller once made (in functions, as most were),
+the plugin modules named at their present paths."""
 
 
 def test_each_former_controller_import_of_a_plugin_breaks_the_contract(tmp_path):

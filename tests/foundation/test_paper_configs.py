@@ -141,7 +141,7 @@ def test_spade_defaults_follow_the_paper():
     """Six game skills by default (58.3 vs 53.7 with two); both roles' advantages mean- and
     std-normalised, each role on its own."""
     from engineers.spade.config import SIX_GAME_SKILLS, SpadeEngineerConfig
-    from trainers.selfplay import SelfPlayConfig
+    from trainers.selfplay.trainer import SelfPlayConfig
 
     assert SpadeEngineerConfig().skill_list() == list(SIX_GAME_SKILLS) and len(SIX_GAME_SKILLS) == 6
     assert SelfPlayConfig().designer_advantage == "role_std" and SelfPlayConfig().agent_advantage == "role_std"

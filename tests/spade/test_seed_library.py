@@ -176,8 +176,8 @@ def test_designer_warmstart_examples_are_admissible_designs(mode, setting, sandb
 
 @pytest.mark.parametrize("setting", ["games", "tools"])
 def test_agent_warmstart_examples_replay_the_solution(setting, sandbox_pool):
-    from trainers.spade.play import PlayConfig
-    from trainers.spade.warmstart import agent_examples
+    from trainers.selfplay.play import PlayConfig
+    from trainers.selfplay.warmstart import agent_examples
 
     config = PlayConfig()
     examples = agent_examples(setting, config, sandbox_pool, 12, seed=3)
@@ -366,8 +366,8 @@ def test_designer_warmstart_answers_depend_on_the_document():
 
 
 def test_agent_warmstart_on_named_seed_games(sandbox_pool):
-    from trainers.spade.play import PlayConfig
-    from trainers.spade.warmstart import agent_examples
+    from trainers.selfplay.play import PlayConfig
+    from trainers.selfplay.warmstart import agent_examples
 
     examples = agent_examples("games", PlayConfig(), sandbox_pool, 8, seed=1, names=["key_position"])
     tasks = [e["prompt"][1]["content"] for e in examples]

@@ -7,7 +7,7 @@ stay valid for the tiny test model.
 
 from __future__ import annotations
 
-from trainers.spade.play import Generated
+from trainers.selfplay.play import Generated
 
 # A number-guessing game: the target is in the observation only with a hint.
 GUESS_ENV = '''

@@ -43,7 +43,7 @@ from typing import Literal  # noqa: E402
 from curriculum.core.config import PluginConfig  # noqa: E402
 from curriculum.core.records import Design  # noqa: E402
 from engineers.base import DesignContext, Engineer  # noqa: E402
-from trainers.selfplay import SelfPlayTrainer  # noqa: E402
+from trainers.selfplay.trainer import SelfPlayTrainer  # noqa: E402
 
 
 class ScriptedDesignerConfig(PluginConfig):
@@ -120,7 +120,7 @@ def register() -> None:
                           "test: selfplay with a scripted agent and designer model", trains_on="pool")
 
 
-from trainers.selfplay import SelfPlayConfig  # noqa: E402
+from trainers.selfplay.trainer import SelfPlayConfig  # noqa: E402
 
 
 class ScriptedSelfPlayConfig(SelfPlayConfig):

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from trainers.spade.buffer import DelayedDesignerBuffer, DesignerSample
+from trainers.selfplay.buffer import DelayedDesignerBuffer, DesignerSample
 
 
 def _sample(step: int, i: int, reward: float | None = None) -> DesignerSample:

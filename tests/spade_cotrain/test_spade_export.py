@@ -11,14 +11,14 @@ import pytest
 from cotrain_fakes import ScriptedTurnModel
 from spade_loop_fakes import design_pool
 
-from curriculum.rundir import RunDir
-from engineers.spade.cli import export_pool
 from curriculum.config import validate_config
 from curriculum.core.pool import EnvOutcome
-from testbeds.spade.saved_pool import load_pool
 from curriculum.core.types import EvalReport
+from curriculum.rundir import RunDir
 from curriculum.rundir import write_json
+from engineers.spade.cli import export_pool
 from engineers.spade.memory import Memory
+from testbeds.spade.saved_pool import load_pool
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -83,7 +83,7 @@ def test_a_fresh_run_trains_on_an_exported_pool(tmp_path, tiny_model_dir):
     """Round trip: export, then the fixed-environment baseline (``spade_pool`` with the exported
     pool as ``initial_pool``, the ``fixed`` engineer) plays and trains on exactly those programs."""
     from curriculum.registry import TESTBEDS
-    from trainers.selfplay import SelfPlayTrainer
+    from trainers.selfplay.trainer import SelfPlayTrainer
 
     envs = _designed_run(tmp_path / "run")
     export_pool(tmp_path / "run", tmp_path / "pool", RunDir(tmp_path / "run").history())

@@ -22,7 +22,7 @@ from launch_helpers import ROOT, accelerate_launch, kill_tree  # noqa: E402
 from spade_loop_fakes import DESIGN_BY_SKILL, FIXTURES  # noqa: E402
 
 from curriculum.loop import derive_seed  # noqa: E402
-from trainers.spade.play import episode_seeds  # noqa: E402
+from trainers.selfplay.play import episode_seeds  # noqa: E402
 
 pytestmark = pytest.mark.slow
 VOLATILE = ("seconds", "runtime", "per_second", "time", "timestamp", "wall")

@@ -5,8 +5,8 @@ from cotrain_fakes import EASY_ENV, GUESS_ENV, HINT, ScriptedTurnModel
 
 from curriculum.core.pool import PoolEnvironment
 from testbeds.spade.synthetic.games import extract_boxed
-from trainers.spade import rewards as R
-from trainers.spade.play import PlayConfig, action_from_text, play, summarise
+from trainers.selfplay import rewards as R
+from trainers.selfplay.play import PlayConfig, action_from_text, play, summarise
 
 
 def test_extract_boxed():
@@ -58,7 +58,7 @@ def test_transformers_turn_model_logprobs_match_a_forward_pass(tiny_model_dir):
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from trainers.spade.play import TransformersTurnModel
+    from trainers.selfplay.play import TransformersTurnModel
 
     tok = AutoTokenizer.from_pretrained(tiny_model_dir)
     model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)

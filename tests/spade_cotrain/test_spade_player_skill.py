@@ -1,6 +1,6 @@
 """The player's skill across rounds: the selfplay trainer plays a fixed set of held-out seed-library
 games after every update, unhinted, from the same seeds every round; they never enter training,
-and the set survives a resume (``testbeds/spade/heldout/games.py``, ``trainers/spade/heldout.py``)."""
+and the set survives a resume (``testbeds/spade/heldout/games.py``, ``trainers/selfplay/heldout.py``)."""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ import pytest
 from cotrain_fakes import ScriptedTurnModel
 from spade_loop_fakes import design_tasks
 
-import trainers.selfplay as selfplay
+import trainers.selfplay.trainer as selfplay
 from curriculum.config import validate_config
 from curriculum.core.pool import DesignSample, design_task, env_task
 from testbeds.spade.heldout.games import HELDOUT_FILE, choose, heldout_seed
-from trainers.spade.play import episode_seeds
-from trainers.spade.warmstart import solution_moves
+from trainers.selfplay.play import episode_seeds
+from trainers.selfplay.warmstart import solution_moves
 
 HELD = ["sequence_next", "shell_game"]
 EPISODES = 4
@@ -177,7 +177,7 @@ def test_a_drawn_set_avoids_the_agent_warm_start_and_the_warm_start_avoids_it(ti
         seen["names"] = names
         return []
 
-    import trainers.spade.warmstart as warmstart
+    import trainers.selfplay.warmstart as warmstart
 
     monkeypatch.setattr(warmstart, "agent_examples", agent_examples)
     trainer = selfplay.SelfPlayTrainer(_config(tiny_model_dir, heldout_games=HELD, agent_warmstart=True),

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from trainers.spade import rewards as R
+from trainers.selfplay import rewards as R
 
 
 def test_regret_worked_example():

@@ -9,8 +9,8 @@ from cotrain_fakes import ScriptedTurnModel
 from spade_loop_fakes import design_tasks
 
 from curriculum.config import validate_config
-from trainers.spade import rewards as R
-from trainers.spade.play import episode_seeds
+from trainers.selfplay import rewards as R
+from trainers.selfplay.play import episode_seeds
 
 G = 4
 DELAY = 2
@@ -56,7 +56,7 @@ def _expected_guess_wins(seed: int, env_index: int) -> list[bool]:
 
 @pytest.mark.parametrize("designer_advantage", ["role_std", "centred"])
 def test_four_steps(run_config, designer_advantage):
-    from trainers.selfplay import SelfPlayTrainer
+    from trainers.selfplay.trainer import SelfPlayTrainer
 
     if designer_advantage == "role_std":
         assert run_config.trainer.designer_advantage == "role_std"  # the default
@@ -137,7 +137,7 @@ def test_four_steps(run_config, designer_advantage):
 
 def test_is_weights_bite_after_updates(run_config):
     """After updates with a large learning rate, delayed designer rows' weights differ from 1."""
-    from trainers.selfplay import SelfPlayTrainer
+    from trainers.selfplay.trainer import SelfPlayTrainer
 
     trainer = SelfPlayTrainer(run_config, testbed=None)
     trainer.setup(None)
@@ -154,8 +154,8 @@ def test_is_weights_bite_after_updates(run_config):
 
 def test_designer_signal_regret_and_penalties(run_config):
     """regret + anchor by default, centred per skill with the rejected designs' penalties."""
-    from trainers.spade.buffer import DesignerSample
-    from trainers.selfplay import SelfPlayTrainer
+    from trainers.selfplay.buffer import DesignerSample
+    from trainers.selfplay.trainer import SelfPlayTrainer
 
     def sample(i, admitted, skill):
         return DesignerSample(id=str(i), step=0, skill=skill, prompt_ids=[1], completion_ids=[2],
@@ -208,7 +208,7 @@ def test_learning_potential_from_successive_plays(run_config, levels):
     """``designer_signal: learning_potential``: a design is scored at its training step (k = 2 steps
     later) from its environment's returns over the k + 1 plays in between. Flat returns give 0
     (the old first-play score gave 0.2 x the mean return); rising returns a positive value."""
-    from trainers.selfplay import SelfPlayTrainer
+    from trainers.selfplay.trainer import SelfPlayTrainer
 
     trainer = SelfPlayTrainer(_variant(run_config, designer_signal="learning_potential"), testbed=None)
     trainer.setup(None)
@@ -262,7 +262,7 @@ def _untrainable(tasks):
 def test_frozen_designer_is_never_trained(run_config, how, monkeypatch):
     """A frozen designer's designs are played and scored, but never become designer rows (no
     log-probs are even computed for them)."""
-    from trainers.selfplay import SelfPlayTrainer
+    from trainers.selfplay.trainer import SelfPlayTrainer
 
     # delay 0: a trainable design would become a designer row in this very step
     config = _variant(run_config, designer_delay=0, **({"train_designer": False} if how == "train_designer_false"
@@ -284,7 +284,7 @@ def test_frozen_designer_is_never_trained(run_config, how, monkeypatch):
 def test_kl_term_uses_a_reference_model(run_config):
     """``beta > 0`` (the SPADE tool-use and 8B configs): TRL keeps a reference model and the loss
     carries the KL term."""
-    from trainers.selfplay import SelfPlayTrainer
+    from trainers.selfplay.trainer import SelfPlayTrainer
 
     trainer = SelfPlayTrainer(_variant(run_config, beta=0.04), testbed=None)
     trainer.setup(None)
@@ -304,7 +304,7 @@ def test_frozen_pool_retires_mastered_for_good(run_config):
     from cotrain_fakes import EASY_ENV, GUESS_ENV, HINT
 
     from curriculum.core.pool import PoolEnvironment, env_task
-    from trainers.selfplay import SelfPlayTrainer
+    from trainers.selfplay.trainer import SelfPlayTrainer
 
     def task(env_id, program, hint):
         return env_task(PoolEnvironment(hash=env_id, program=program, hint=hint, skill="s"))
@@ -328,7 +328,7 @@ def test_frozen_pool_retires_mastered_for_good(run_config):
 
 
 def test_agent_warmstart_example_count(run_config):
-    from trainers.selfplay import SelfPlayTrainer
+    from trainers.selfplay.trainer import SelfPlayTrainer
 
     def examples(**trainer):
         config = validate_config({**run_config.model_dump(mode="json"),
@@ -349,7 +349,7 @@ def test_agent_warmstart_example_count(run_config):
 
 
 def test_play_generates_in_batches_of_its_own_size(run_config):
-    from trainers.selfplay import SelfPlayTrainer
+    from trainers.selfplay.trainer import SelfPlayTrainer
 
     def batch(**play):
         trainer = SelfPlayTrainer(_variant(run_config, micro_batch_size=1,
@@ -371,7 +371,7 @@ def test_a_micro_batch_is_trimmed_to_its_own_width(tiny_model_dir):
     import torch
     from transformers import AutoModelForCausalLM
 
-    from trainers.selfplay import trim_padding
+    from trainers.selfplay.trainer import trim_padding
 
     model = AutoModelForCausalLM.from_pretrained(str(tiny_model_dir)).eval()
     pad = 0

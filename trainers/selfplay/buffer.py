@@ -5,7 +5,7 @@ per-token log-probs of the policy that generated it, i.e. the behaviour policy).
 needs the agent's plays of the environment it wrote (regret, win rate), so it is scored later
 (``score``), and it is trained at the first step s >= t + k (``pop_due``), exactly once: a popped
 sample leaves the buffer. At training time the trainer weighs its tokens by the truncated
-importance ratio min(pi_now / pi_behaviour, cap) (``trainers.spade.rewards.truncated_is_weights``).
+importance ratio min(pi_now / pi_behaviour, cap) (``trainers.selfplay.rewards.truncated_is_weights``).
 
 A sample still unscored ``max_wait`` steps after it fell due is dropped (counted in
 ``dropped``), so an environment that is never played cannot pin memory forever.

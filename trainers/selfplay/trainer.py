@@ -14,15 +14,15 @@ design call after step t-1, made with the same weights) are of two kinds (``Task
 Both are the kernel's pool types (``curriculum.core.pool``), read back with ``pool_item``. Step t then:
 
 1. admits the new environments into the training pool and buffers the design samples
-   (``trainers.spade.buffer``); a rejected design is scored at once with its admission penalty;
+   (``trainers.selfplay.buffer``); a rejected design is scored at once with its admission penalty;
 2. plays the play set (the environments of this step's admitted designs, then the least-played pool
    environments up to ``envs_per_step``): G episodes without the hint and G with it each
-   (``trainers.spade.play``), through the sandbox pool;
+   (``trainers.selfplay.play``), through the sandbox pool;
 3. scores designs: designer signal ``regret`` → this step's designs, 0.4 * clip(regret/0.15, 0, 1) +
    0.6 * anchor(win rate) from this step's plays; or ``learning_potential`` → the buffered designs
    due now (generated k steps ago), 0.4 * clip(LP/0.15, 0, 1) + 0.6 * anchor(latest win rate) with
    LP = |EMA_fast - EMA_slow| / (2 (a_fast - a_slow)) of their environment's return over its plays
-   since (the environment is replayed every step until then) (``trainers.spade.rewards``); then
+   since (the environment is replayed every step until then) (``trainers.selfplay.rewards``); then
    centres them per skill together with the rejected ones.
    Designs marked ``trainable: false`` (a frozen designer, or ``train_designer: false``) are
    scored for the logs and never buffered;
@@ -45,7 +45,7 @@ Both are the kernel's pool types (``curriculum.core.pool``), read back with ``po
 6. retires environments: mastered (unhinted win rate >= ``retire_win_rate``) or stale (played
    ``max_plays`` times), and the oldest beyond ``pool_size``.
 7. with ``heldout_games``, plays the run's held-out seed-library games after the update: unhinted,
-   ``heldout_episodes`` each, from the same seeds every round (``trainers.spade.heldout``,
+   ``heldout_episodes`` each, from the same seeds every round (``trainers.selfplay.heldout``,
    ``testbeds.spade.heldout.games``); ``spade/heldout_win_rate`` is the player's skill on one fixed set
    of games, comparable across rounds. Those programs never enter the pool.
 
@@ -92,9 +92,9 @@ from testbeds.spade.heldout.games import HeldoutRecord
 from testbeds.spade.sandbox import SandboxConfig
 from trainers.base import LogFn
 from trainers.grpo.trainer import GRPOConfig, GRPOTrainerAdapter, _constant_schedule, log_forwarder
-from trainers.spade import rewards as R
-from trainers.spade.buffer import DelayedDesignerBuffer, DesignerSample
-from trainers.spade.play import Episode, PlayConfig, TransformersTurnModel, TurnModel, play, summarise
+from trainers.selfplay import rewards as R
+from trainers.selfplay.buffer import DelayedDesignerBuffer, DesignerSample
+from trainers.selfplay.play import Episode, PlayConfig, TransformersTurnModel, TurnModel, play, summarise
 
 STATE_FILE = "selfplay_state.json"
 LOGPROB_CHUNK = 1024
@@ -164,7 +164,7 @@ class SelfPlayConfig(GRPOConfig):
     (``--spade-no-train-on-env-trajectories``): the policy still designs, its designs are played and
     scored, but never trained on (``engineer.designer: base`` freezes the designer's weights too)."""
     agent_warmstart: bool = False
-    """Warm-start the agent role on the seed library's solutions (``trainers/spade/warmstart.py``)
+    """Warm-start the agent role on the seed library's solutions (``trainers/selfplay/warmstart.py``)
     when ``warmstart.steps > 0``; the designer role's examples come from ``engineer.designer_warmstart``."""
     agent_warmstart_examples: int | None = Field(None, ge=1)
     """Agent examples (moves) in that warm start (``None``: as many as every other source,
@@ -302,9 +302,9 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
         self.heldout = self._heldout_record()
 
     def _heldout_record(self) -> HeldoutRecord | None:
-        """The run's held-out games (``trainers/spade/heldout.py``): the main process reads the run
+        """The run's held-out games (``trainers/selfplay/heldout.py``): the main process reads the run
         directory's record or makes (and writes) a new one; every rank gets its copy."""
-        from trainers.spade.heldout import resolve_record
+        from trainers.selfplay.heldout import resolve_record
 
         record = None
         if distributed.is_main():
@@ -341,8 +341,8 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
         if not self.config.agent_warmstart:
             return []
         from testbeds.spade.synthetic.seeds import seed_library
-        from trainers.spade.heldout import warmstart_names
-        from trainers.spade.warmstart import agent_examples
+        from trainers.selfplay.heldout import warmstart_names
+        from trainers.selfplay.warmstart import agent_examples
 
         setting = self.run_config.testbed.setting
         names = warmstart_names([s.name for s in seed_library(setting)], self.config.agent_warmstart_seeds,
@@ -383,7 +383,7 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
             return self.turn_model
         engine = getattr(self._trl, "vllm_generation", None) if self._trl is not None else None
         if engine is not None and getattr(engine, "llm", None) is not None:
-            from trainers.spade.play import VLLMTurnModel
+            from trainers.selfplay.play import VLLMTurnModel
 
             engine.sync_weights()
             return VLLMTurnModel(engine.llm, self.tokenizer)
@@ -545,10 +545,10 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
 
     def _play_heldout(self) -> dict[str, float]:
         """The held-out games, unhinted, from the record's seeds (the same every round), and their
-        metrics (``trainers/spade/heldout.py``); none without held-out games."""
+        metrics (``trainers/selfplay/heldout.py``); none without held-out games."""
         if self.heldout is None:
             return {}
-        from trainers.spade.heldout import heldout_metrics
+        from trainers.selfplay.heldout import heldout_metrics
 
         started = time.monotonic()
         record = self.heldout

@@ -23,8 +23,8 @@ from typing import Any
 
 from testbeds.spade.heldout.games import (HeldoutRecord, choose, heldout_seed, new_record, read_record,
                                          write_record)
-from trainers.spade import rewards as R
-from trainers.spade.play import Episode, episode_seeds, summarise
+from trainers.selfplay import rewards as R
+from trainers.selfplay.play import Episode, episode_seeds, summarise
 
 
 def resolve_record(config: Any, setting: str, run_seed: int, run_dir: Path | None, *,

@@ -26,7 +26,7 @@ from typing import Any
 from curriculum.core.pool import PoolEnvironment, program_hash
 from testbeds.spade.sandbox import SandboxPool
 from testbeds.spade.synthetic.seeds import library_for, variant
-from trainers.spade.play import PlayConfig, first_messages
+from trainers.selfplay.play import PlayConfig, first_messages
 
 
 def solution_moves(value: Any) -> list[str]:
