@@ -38,7 +38,7 @@ from curriculum.core.run import RunSettings
 from curriculum.core.sizing import PlanTarget
 from curriculum.core.types import Completion, Policy, Task
 from testbeds.base import Testbed
-from trainers.base import LogFn, Trainer
+from trainers.base import DigestMemo, LogFn, Trainer
 from trainers.bucket_stats import bucket_metrics
 from trainers.generation import (
     EngineSlot,
@@ -256,6 +256,7 @@ class GRPOTrainerAdapter(Trainer[GRPOConfig]):
         self._engine = EngineSlot()  # the run's one vLLM engine, shared by evals and TRL's trainers
         self._vllm_policy: VLLMPolicy | None = None
         self._warm_metrics: dict[str, float] = {}
+        self._digest = DigestMemo()  # forgotten wherever the weights change
         self.start_path = resolve_model_path(run_config.model.name_or_path)
 
     @property
@@ -268,6 +269,7 @@ class GRPOTrainerAdapter(Trainer[GRPOConfig]):
         import torch
 
         torch.set_num_threads(self.config.torch_threads or default_threads())
+        self._digest.forget()
         model_dir = checkpoint / "model" if checkpoint is not None else None
         if checkpoint is not None and (checkpoint / "start.json").is_file():
             # The KL reference of a warm-started run is the warm-started model, not the base one.
@@ -314,6 +316,7 @@ class GRPOTrainerAdapter(Trainer[GRPOConfig]):
                                           weights_digest=self.weights_digest(), bf16=self.bf16,
                                           gradient_checkpointing=self.config.gradient_checkpointing,
                                           progress=progress)
+        self._digest.forget()
         if path is not None:
             self.start_path = str(path)
             self.model.config._name_or_path = self.start_path
@@ -356,6 +359,10 @@ class GRPOTrainerAdapter(Trainer[GRPOConfig]):
         (directory / "optimizer.pt").unlink(missing_ok=True)
 
     def weights_digest(self) -> str:
+        """sha256 of the weights (name and bytes of every tensor), computed once per distinct weights."""
+        return self._digest.get(self.model, self._hash_weights)
+
+    def _hash_weights(self) -> str:
         import hashlib
 
         import torch
@@ -477,6 +484,7 @@ class GRPOTrainerAdapter(Trainer[GRPOConfig]):
                                       log=log, round_index=round_index)
         with completion_positions_only():
             result = trainer.train()
+        self._digest.forget()
         # TRL may have wrapped the model; keep the plain module for the next round, and the
         # trainer itself until ``save`` (gathering sharded weights needs its accelerator).
         self.model = trainer.accelerator.unwrap_model(trainer.model)

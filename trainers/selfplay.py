@@ -537,6 +537,7 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
         train.update(self._importance_weights(rows))
         if len(rows) >= 2:  # a single row has no group to compare with
             train.update(self._update(rows, seed, round_index, log))
+        self._digest.forget()  # the weights may have changed
         train.update(self._play_heldout())  # the player's skill after this round's update
         metrics = {**batch["metrics"], **train, "train/seconds": time.monotonic() - started}
         if log is not None:
