@@ -54,9 +54,10 @@ class Trainer(ABC, Generic[ConfigT]):
     """Whether ``train_round`` trains; ``False``: it only evaluates (``policy()`` is fixed, the run
     must have ``rounds: 0`` and ``train_round`` refuses), as the endpoint trainer."""
     summary_metrics: ClassVar[tuple[str, ...]] = ()
-    """Prefixes of its own training metrics (``train_round``'s; the selfplay trainer's
-    ``"spade/"``) that a run's round summary shows beside the common ones (``curriculum.console``);
-    the rest stay in the run dir's metrics stream."""
+    """Its own training metrics (``train_round``'s) that a run's round summary shows beside the
+    common ones (``curriculum.console``), in this order: a metric's name (the selfplay trainer's
+    ``"spade/heldout_win_rate"``), or a prefix ending in ``/`` for every metric under it; the rest
+    stay in the round's ``train_metrics.json`` and the run dir's metrics stream."""
     chosen_by_default: ClassVar[bool] = True
     """Whether a run that names no trainer may get this one when its testbed's ``default_trainer``
     does not apply (the first registered such trainer that fits); ``False``: only when named."""

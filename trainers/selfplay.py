@@ -249,8 +249,11 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
 
     config_class = SelfPlayConfig
     trains_on = "pool"
-    summary_metrics = ("spade/",)
-    """Designer reward parts, regret, win rates with and without hint, admission by reason."""
+    summary_metrics = ("spade/heldout_win_rate", "spade/win_rate", "spade/regret_played", "spade/new_envs",
+                       "spade/admission_rate", "spade/pool_size")
+    """The player's skill on the held-out games and on the pool, the regret of what it played, the
+    designs admitted (count and rate) and the pool's size; the other ``spade/`` metrics (designer
+    reward parts, win rates with the hint, rejections by reason, ...) are in ``train_metrics.json``."""
     description = "SPADE co-training: one policy as designer and agent (GRPO via TRL rollout_func)."
 
     @classmethod
