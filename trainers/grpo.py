@@ -306,12 +306,7 @@ class GRPOTrainerAdapter(Trainer[GRPOConfig]):
             return {}
         from trainers.warmstart import cached_warm_start
 
-        settings = self.config.warmstart
-        if self.run_config.model.lora is not None:
-            # The adapters are what trains; their warm start is not cached (the cache holds full weights).
-            settings = settings.model_copy(update={"cache": False})
-        n = settings.examples or settings.steps * settings.batch_size
-        supplied = self.warmstart_examples(n, settings.seed) + (examples(n, settings.seed) if examples else [])
+        settings, supplied = self._warmstart_inputs(examples)
         path, metrics = cached_warm_start(self.model, self.tokenizer, self.testbed, settings, examples=supplied,
                                           weights_digest=self.weights_digest(), bf16=self.bf16,
                                           gradient_checkpointing=self.config.gradient_checkpointing,
@@ -324,6 +319,28 @@ class GRPOTrainerAdapter(Trainer[GRPOConfig]):
             self.optimizer.state.clear()
         self._warm_metrics = metrics
         return metrics
+
+    def _warmstart_inputs(self, examples: Callable[[int, int], list[dict[str, Any]]] | None = None,
+                          ) -> tuple[WarmStartConfig, list[dict[str, Any]]]:
+        """The warm start's settings and the examples this trainer and ``examples`` (the engineer's) add."""
+        settings = self.config.warmstart
+        if self.run_config.model.lora is not None:
+            # The adapters are what trains; their warm start is not cached (the cache holds full weights).
+            settings = settings.model_copy(update={"cache": False})
+        n = settings.examples or settings.steps * settings.batch_size
+        supplied = self.warmstart_examples(n, settings.seed) + (examples(n, settings.seed) if examples else [])
+        return settings, supplied
+
+    def warmstart_key(self, examples: Callable[[int, int], list[dict[str, Any]]] | None = None) -> str | None:
+        """The key of the warm-start cache entry ``prepare`` would read or write, without training
+        (``None``: no cached warm start); after ``setup``."""
+        from trainers.warmstart import cache_key, frozen_names, training_examples
+
+        settings, supplied = self._warmstart_inputs(examples)
+        if settings.steps == 0 or not settings.cache:
+            return None
+        return cache_key(self.weights_digest(), training_examples(self.testbed, settings, supplied), settings,
+                         self.bf16, frozen_names(self.model))
 
     def warmstart_examples(self, n: int, seed: int) -> list[dict[str, Any]]:
         """Warm-start examples this trainer adds to the testbed's reference answers (none here;
