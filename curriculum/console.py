@@ -28,9 +28,20 @@ from curriculum.enginelog import LOG_NAME
 
 
 _SUMMARY_KEYS = ("train/mean_reward", "train/valid_rate", "train/steps", "train/seconds")
-"""Training metrics every summary shows; those whose names start with a prefix the run's trainer
-declares (``Trainer.summary_metrics``, handed on by ``QuietReporter.plugin_declarations``) are
-added when present."""
+"""Training metrics every summary shows; those the run's trainer declares (``Trainer.summary_metrics``,
+handed on by ``QuietReporter.plugin_declarations``: a metric's name, or a prefix ending in ``/``)
+are added when present. The round's ``train_metrics.json`` and ``metrics.jsonl`` keep them all."""
+
+
+def declared_metrics(metrics: dict[str, Any], declared: tuple[str, ...]) -> list[str]:
+    """The keys of ``metrics`` a trainer's ``summary_metrics`` name, in the declared order: each
+    entry is a metric's name, or a prefix ending in ``/`` (then every metric under it, sorted)."""
+    keys: list[str] = []
+    for entry in declared:
+        found = sorted(k for k in metrics if k.startswith(entry)) if entry.endswith("/") else (
+            [entry] if entry in metrics else [])
+        keys += [k for k in found if k not in keys and k not in _SUMMARY_KEYS]
+    return keys
 
 
 def config_headline(text: str) -> list[str]:
@@ -179,10 +190,14 @@ class RichReporter(QuietReporter):
         table.add_column("value", justify="right")
         if base is not None:
             table.add_column("vs baseline", justify="right")
-        extra = sorted(k for k in report.train_metrics if self._prefixes and k.startswith(self._prefixes))
-        for key in (*_SUMMARY_KEYS, *extra):
-            if key in report.train_metrics:
-                table.add_row(key, f"{report.train_metrics[key]:.4g}", *([""] if base is not None else []))
+        shown = [k for k in _SUMMARY_KEYS if k in report.train_metrics]
+        shown += declared_metrics(report.train_metrics, self._prefixes)
+        for key in shown:
+            table.add_row(key, f"{report.train_metrics[key]:.4g}", *([""] if base is not None else []))
+        if len(shown) < len(report.train_metrics):
+            left = len(report.train_metrics) - len(shown)
+            table.caption = f"{left} more training metrics in train_metrics.json"
+            table.caption_justify = "left"
         scored = report.scored()  # the test suite's when the round has one
         same = base if base is not None and base.suite == scored.suite else None
         rows = [("score", scored.score, same.score if same is not None else None)]
@@ -200,8 +215,14 @@ class RichReporter(QuietReporter):
         if headline is not None:
             self.console.print(headline)
         if report.design is not None:
-            self.console.print(f"[bold]engineer[/] {report.design.engineer} → next proposal:")
-            self.console.print(proposal_table(report.design.projected))
+            proposal = proposal_table(report.design.projected)
+            if isinstance(proposal, str):  # a few readings (a pool's sizes): on the engineer's line
+                proposal = ", ".join(line.strip() for line in proposal.splitlines())
+                self.console.print(f"[bold]engineer[/] {report.design.engineer} → next proposal: "
+                                   f"{proposal}")
+            else:
+                self.console.print(f"[bold]engineer[/] {report.design.engineer} → next proposal:")
+                self.console.print(proposal)
             if report.design.changes:
                 self.console.print(f"project made {len(report.design.changes)} change(s):")
                 for change in report.design.changes[:12]:
@@ -214,26 +235,34 @@ class RichReporter(QuietReporter):
 
 
 DIAGNOSTIC_ROWS = 10
-"""At most this many of an engineer's diagnostics in a round summary; all are in ``design.json``."""
-_KEY_CHARS, _VALUE_CHARS = 28, 80
+"""At most this many lines of an engineer's diagnostics in a round summary; all are in ``design.json``."""
+_KEY_CHARS, _VALUE_CHARS, _NUMBER_CHARS, _LINE_CHARS = 28, 74, 24, 78
 
 
-def diagnostics_table(diagnostics: dict[str, Any], rows: int = DIAGNOSTIC_ROWS) -> Table:
-    """An engineer's per-round diagnostics in at most ``rows`` lines of a two-column table:
-    single readings (a count, a rate, a short text) first, then lists and mappings as compact
-    JSON, each key and value cut to one short line; a last line counts the ones left out (the
+def diagnostics_table(diagnostics: dict[str, Any], rows: int = DIAGNOSTIC_ROWS) -> Text:
+    """An engineer's per-round diagnostics under a title in at most ``rows`` lines of at most 78
+    characters: single readings first, in the engineer's order, short ones (a count, a rate, a
+    word) several to a line and long texts one to a line, then lists and mappings one to a line
+    as compact JSON, each key and value cut short; a last line counts the ones left out (the
     round's ``design.json`` keeps every one in full). Model text is shown, never read as markup."""
     items = sorted(diagnostics.items(), key=lambda item: isinstance(item[1], (dict, list)))
-    table = Table(title="engineer diagnostics", title_justify="left", show_header=False, box=None,
-                  padding=(0, 1, 0, 2))
-    table.add_column("diagnostic", style="dim", no_wrap=True)
-    table.add_column("value", no_wrap=True)
-    shown = items if len(items) <= rows else items[:rows - 1]
-    for key, value in shown:
-        table.add_row(Text(_clip(key, _KEY_CHARS)), Text(_clip(_reading(value), _VALUE_CHARS)))
-    if len(shown) < len(items):
-        table.add_row(Text("…"), Text(f"{len(items) - len(shown)} more in the round's design.json"))
-    return table
+    lines: list[str] = []
+    pack: int | None = None  # the line that takes more short readings
+    shown = 0
+    for key, value in items:
+        entry = f"{_clip(key, _KEY_CHARS)} {_clip(_reading(value), _VALUE_CHARS)}"
+        short = not isinstance(value, (dict, list)) and len(_reading(value)) <= _NUMBER_CHARS
+        if short and pack is not None and len(lines[pack]) + 3 + len(entry) <= _LINE_CHARS:
+            lines[pack] += "   " + entry
+        elif len(lines) < rows - (shown + 1 < len(items)):  # room for the count of those left out
+            lines.append("  " + _clip(entry, _LINE_CHARS - 2))
+            pack = len(lines) - 1 if short else pack
+        else:
+            break
+        shown += 1
+    if shown < len(items):
+        lines.append(f"  … {len(items) - shown} more in the round's design.json")
+    return Text("\n".join(["engineer diagnostics", *lines]), no_wrap=True, overflow="ellipsis")
 
 
 def _reading(value: Any) -> str:

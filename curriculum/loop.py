@@ -321,8 +321,10 @@ def _held_out(config: RunConfig, testbed: Testbed, trainer: Trainer, policy: Cal
               suite: str) -> tuple[EvalReport, bool]:
     """``testbed.evaluate`` of the trainer's policy on ``suite``, or the same eval from the eval
     cache (``curriculum.evalcache``; ``eval_cache: false`` turns it off); ``policy`` is called
-    only when the eval runs. Returns ``(report, reused)``."""
-    key = eval_key(trainer.eval_identity(seed), testbed.eval_identity(suite)) if config.eval_cache else None
+    only when the eval runs; the trainer's identity (a weights digest) only when the suite has one.
+    Returns ``(report, reused)``."""
+    suite_identity = testbed.eval_identity(suite) if config.eval_cache else None
+    key = eval_key(trainer.eval_identity(seed), suite_identity) if suite_identity is not None else None
     return cached_eval(key, lambda: testbed.evaluate(policy(), seed=seed, suite=suite))
 
 

@@ -54,9 +54,10 @@ class Trainer(ABC, Generic[ConfigT]):
     """Whether ``train_round`` trains; ``False``: it only evaluates (``policy()`` is fixed, the run
     must have ``rounds: 0`` and ``train_round`` refuses), as the endpoint trainer."""
     summary_metrics: ClassVar[tuple[str, ...]] = ()
-    """Prefixes of its own training metrics (``train_round``'s; the selfplay trainer's
-    ``"spade/"``) that a run's round summary shows beside the common ones (``curriculum.console``);
-    the rest stay in the run dir's metrics stream."""
+    """Its own training metrics (``train_round``'s) that a run's round summary shows beside the
+    common ones (``curriculum.console``), in this order: a metric's name (the selfplay trainer's
+    ``"spade/heldout_win_rate"``), or a prefix ending in ``/`` for every metric under it; the rest
+    stay in the round's ``train_metrics.json`` and the run dir's metrics stream."""
     chosen_by_default: ClassVar[bool] = True
     """Whether a run that names no trainer may get this one when its testbed's ``default_trainer``
     does not apply (the first registered such trainer that fits); ``False``: only when named."""
@@ -187,3 +188,44 @@ def refuse_misfit(trainer: Trainer[Any], testbed: Testbed | None) -> None:
         testbed_name = getattr(getattr(testbed, "config", None), "name", None) or type(testbed).__name__
         raise ValueError(f"trainer {trainer.name!r} trains on {wanted} tasks, which testbed {testbed_name!r} does "
                          f"not sample (its tasks: {', '.join(kinds)}): this trainer does not fit this testbed")
+
+
+class DigestMemo:
+    """A torch module's weights digest, computed once per distinct weights.
+
+    Hashing the embedded 135M model takes about a second on a CPU, and one eval site asks for it
+    once per suite (its eval-cache key), the warm start once more for its cache key. ``get``
+    returns the remembered digest while the weights are the same, else computes it.
+    The trainer calls ``forget`` wherever it changes the weights (a load, the warm start, a
+    training round): fused optimizers and writes through ``.data`` change a tensor without a
+    trace. As a second guard the memo also lapses when a tensor of the module's state dict is
+    replaced, moved, or written in place where autograd's version counter sees it.
+    ``computed`` counts the digests computed (tests)."""
+
+    def __init__(self) -> None:
+        self._stamp: tuple[Any, ...] | None = None
+        self._alive: list[Any] = []  # weak references: a remembered tensor id is that tensor's
+        self._digest: str | None = None
+        self.computed = 0
+
+    def forget(self) -> None:
+        self._stamp, self._alive, self._digest = None, [], None
+
+    def get(self, module: Any, compute: Callable[[], str]) -> str:
+        """``module``'s digest: the remembered one while its weights are unchanged, else ``compute()``."""
+        import weakref
+
+        tensors = list(module.state_dict(keep_vars=True).items())
+        try:
+            stamp = tuple((name, id(t), t.data_ptr(), t._version, str(t.dtype), tuple(t.shape))
+                          for name, t in tensors)
+        except RuntimeError:  # e.g. an inference tensor, which has no version counter: never remember
+            stamp = None
+        if (self._digest is not None and stamp is not None and stamp == self._stamp
+                and all(ref() is not None for ref in self._alive)):
+            return self._digest
+        digest = compute()
+        self.computed += 1
+        if stamp is not None:
+            self._stamp, self._alive, self._digest = stamp, [weakref.ref(t) for _, t in tensors], digest
+        return digest

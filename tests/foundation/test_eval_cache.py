@@ -60,3 +60,69 @@ def test_unknown_identities_are_not_cached_and_a_broken_entry_is_recomputed(tmp_
     report, reused = cached_eval(key, compute, root=tmp_path)
     assert not reused and report.score == 0.5 and len(calls) == 2
     assert EvalReport.model_validate_json((tmp_path / f"{key}.json").read_text()).score == 0.5
+
+
+def _count_digests(monkeypatch, trainer_class) -> list[str]:
+    """Every weights digest ``trainer_class`` computes (not remembers), in order."""
+    computed: list[str] = []
+    original = trainer_class._hash_weights
+
+    def counting(self):
+        computed.append(original(self))
+        return computed[-1]
+
+    monkeypatch.setattr(trainer_class, "_hash_weights", counting)
+    return computed
+
+
+def test_each_distinct_weights_are_hashed_once_per_run(tmp_path, monkeypatch):
+    from trainers.small.trainer import SmallTrainer
+
+    computed = _count_digests(monkeypatch, SmallTrainer)
+    # baseline, warm start, round 0: each eval site reads the validation and the test suite
+    events = _run(tmp_path, "a", "seed=0", "test_every_round=true")
+    assert {"baseline_test_eval", "warmstart_test_eval", "test_eval"} <= set(events)
+    # once per eval site (twice each before: one per suite); a round may leave the weights as
+    # they were (no reward spread), so the last two digests may be equal
+    assert len(computed) == 3 and computed[0] != computed[1], computed
+
+
+def test_the_grpo_trainer_hashes_its_weights_once_per_distinct_weights(tiny_model_dir, tmp_path, monkeypatch):
+    """The starting weights are hashed once for the baseline's two suites and the warm start's
+    cache key; the warm-started and the trained weights once each for their two suites."""
+    from tests.foundation.test_loop import tiny_overrides
+    from trainers.grpo.trainer import GRPOTrainerAdapter
+
+    monkeypatch.setenv("CURRICULUM_CACHE", str(tmp_path / "cache"))
+    computed = _count_digests(monkeypatch, GRPOTrainerAdapter)
+    sets = tiny_overrides(tiny_model_dir, tmp_path, rounds=1, eval_before_training="true",
+                          test_every_round="true", **{"trainer.max_steps_per_round": 1,
+                                                      "trainer.warmstart.steps": 1,
+                                                      "trainer.warmstart.batch_size": 2})
+    run(load_config(None, sets))
+    assert len(computed) == 3 and computed[0] != computed[1], computed  # seven before
+
+
+def test_the_digest_memo_lapses_when_the_weights_change():
+    import torch
+
+    from trainers.base import DigestMemo
+
+    model = torch.nn.Linear(3, 2)
+    memo = DigestMemo()
+
+    def digest():
+        return str(hash(tuple(model.weight.detach().flatten().tolist())))
+
+    first = memo.get(model, digest)
+    assert memo.get(model, digest) == first and memo.computed == 1
+    with torch.no_grad():
+        model.weight.add_(1.0)  # in place, where autograd's version counter sees it
+    assert memo.get(model, digest) != first and memo.computed == 2
+    memo.get(model, digest)
+    model.weight.data.add_(1.0)  # unseen by the version counter: the trainer's forget() covers it
+    memo.forget()
+    assert memo.get(model, digest) == digest() and memo.computed == 3
+    model = torch.nn.Linear(3, 2)  # another module: other tensors
+    memo.get(model, digest)
+    assert memo.computed == 4

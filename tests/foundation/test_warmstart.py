@@ -252,3 +252,87 @@ def test_completion_head_loss_is_the_full_logit_nll_of_the_completion_tokens(tin
 
     only_prompt = dict(inputs, labels=torch.full_like(labels, -100))          # nothing to learn
     assert float(completion_nll(model, only_prompt)) == 0.0
+
+
+def _warmstart_key(config_file, *sets, model_dir, monkeypatch=None) -> str:
+    """The warm-start cache key a run of ``config_file`` with ``sets`` would use (nothing trains)."""
+    from pathlib import Path
+
+    from curriculum.loop import build_trainer
+
+    path = Path(__file__).resolve().parents[2] / "configs" / config_file
+    small = [f"model.name_or_path={model_dir}", "trainer.warmstart.steps=2", "trainer.warmstart.batch_size=2",
+             "trainer.warmstart.micro_batch_size=1", "testbed.warmstart_sizes=[3x3]", "trainer.bf16=false",
+             "model.trainable_layers=2"]
+    config = load_config(path, [*small, *sets])
+    trainer = build_trainer(config, build_testbed(config))
+    try:
+        trainer.setup(None)
+        return trainer.warmstart_key()
+    finally:
+        trainer.close()
+
+
+def test_the_warm_start_key_ignores_how_a_run_generates_and_follows_what_trains(tiny_model_dir, tiny_llama,
+                                                                                tmp_path, monkeypatch):
+    """`make demo` (on vLLM's CPU build in .venv-vllm, or on transformers) and
+    `curriculum run --engineer checkpoint --testbed mapf_frozenlake` (in .venv) share one entry:
+    the engineer, the rollout engine and transformers' and TRL's minor versions are not in the key;
+    what decides the weights is."""
+    import torch
+    import transformers
+    import trl
+
+    demo = _warmstart_key("mapf_cpu_demo.yaml", model_dir=tiny_model_dir)
+    assert demo is not None
+    same = [_warmstart_key("mapf_checkpoint_cpu_demo.yaml", model_dir=tiny_model_dir),
+            _warmstart_key("mapf_cpu_demo.yaml", "generation.backend=vllm", "trainer.use_vllm=true",
+                           model_dir=tiny_model_dir),
+            _warmstart_key("mapf_cpu_demo.yaml", "generation.batch_size=8", "trainer.temperature=1.0",
+                           "seed=3", "rounds=1", model_dir=tiny_model_dir)]
+    monkeypatch.setattr(transformers, "__version__", "5.19.0")  # .venv-vllm's, below .venv's
+    monkeypatch.setattr(trl, "__version__", "1.99.0")
+    same.append(_warmstart_key("mapf_cpu_demo.yaml", model_dir=tiny_model_dir))
+    assert same == [demo] * 4
+    other_model = tiny_llama(tmp_path / "wider", hidden_size=96)
+    changed = [_warmstart_key("mapf_cpu_demo.yaml", f"trainer.warmstart.{k}={v}", model_dir=tiny_model_dir)
+               for k, v in (("steps", 3), ("learning_rate", 1e-4), ("seed", 1))]
+    changed += [_warmstart_key("mapf_cpu_demo.yaml", model_dir=other_model),
+                _warmstart_key("mapf_cpu_demo.yaml", "testbed.warmstart_sizes=[4x4]",
+                               model_dir=tiny_model_dir),
+                _warmstart_key("mapf_cpu_demo.yaml", "model.trainable_layers=1", model_dir=tiny_model_dir)]
+    monkeypatch.setattr(transformers, "__version__", "6.0.0")  # another major version
+    changed.append(_warmstart_key("mapf_cpu_demo.yaml", model_dir=tiny_model_dir))
+    monkeypatch.setattr(transformers, "__version__", "5.25.0")
+    monkeypatch.setattr(torch, "__version__", "2.14.0+cpu")  # other kernels
+    changed.append(_warmstart_key("mapf_cpu_demo.yaml", model_dir=tiny_model_dir))
+    assert demo not in changed and len(set(changed)) == len(changed), changed
+
+
+def test_a_library_default_that_changes_the_update_changes_the_key(monkeypatch):
+    from trainers.grpo import warmstart
+
+    examples = [{"prompt": [{"role": "user", "content": "a"}],
+                 "completion": [{"role": "assistant", "content": "b"}]}]
+    settings = WarmStartConfig(steps=4)
+    key = warmstart.cache_key("w", examples, settings, False)
+    defaults = warmstart.library_defaults(settings)
+    assert defaults["optim"] and defaults["max_grad_norm"] is not None
+    monkeypatch.setattr(warmstart, "library_defaults",
+                        lambda config, bf16=False: {**defaults, "optim": "adamw_torch"})
+    assert warmstart.cache_key("w", examples, settings, False) != key
+
+
+def test_an_entry_stored_under_the_older_key_is_still_found(tiny_model_dir, tmp_path, monkeypatch):
+    """Entries made before the key left out the minor versions stay in use where runs recorded them."""
+    from trainers.grpo.warmstart import _legacy_key, cached_warm_start, training_examples
+
+    monkeypatch.setenv("CURRICULUM_CACHE", str(tmp_path))
+    testbed = build_testbed(load_config(None, ["testbed.warmstart_sizes=[3x3]"]))
+    settings = WarmStartConfig(steps=2, batch_size=2)
+    model, tokenizer = load_model(ModelConfig(name_or_path=str(tiny_model_dir)))
+    old = tmp_path / "warmstart" / _legacy_key("w", training_examples(testbed, settings), settings, False)
+    model.save_pretrained(old, safe_serialization=True)
+    (old / "metrics.json").write_text('{"warmstart/loss": 0.5}')
+    path, metrics = cached_warm_start(model, tokenizer, testbed, settings, weights_digest="w")
+    assert path == old and metrics == {"warmstart/loss": 0.5, "warmstart/cached": 1.0}

@@ -39,7 +39,7 @@ from curriculum.core.run import RunSettings
 from curriculum.core.sizing import PlanTarget
 from curriculum.core.types import Completion, Policy, Task
 from testbeds.base import Testbed
-from trainers.base import LogFn, Trainer
+from trainers.base import DigestMemo, LogFn, Trainer
 from trainers.grpo.warmstart import WarmStartConfig
 from trainers.lm.generation import (
     EngineSlot,
@@ -256,6 +256,7 @@ class GRPOTrainerAdapter(Trainer[GRPOConfig]):
         self._engine = EngineSlot()  # the run's one vLLM engine, shared by evals and TRL's trainers
         self._vllm_policy: VLLMPolicy | None = None
         self._warm_metrics: dict[str, float] = {}
+        self._digest = DigestMemo()  # forgotten wherever the weights change
         self.start_path = resolve_model_path(run_config.model.name_or_path)
 
     @property
@@ -268,6 +269,7 @@ class GRPOTrainerAdapter(Trainer[GRPOConfig]):
         import torch
 
         torch.set_num_threads(self.config.torch_threads or default_threads())
+        self._digest.forget()
         model_dir = checkpoint / "model" if checkpoint is not None else None
         if checkpoint is not None and (checkpoint / "start.json").is_file():
             # The KL reference of a warm-started run is the warm-started model, not the base one.
@@ -304,16 +306,12 @@ class GRPOTrainerAdapter(Trainer[GRPOConfig]):
             return {}
         from trainers.grpo.warmstart import cached_warm_start
 
-        settings = self.config.warmstart
-        if self.run_config.model.lora is not None:
-            # The adapters are what trains; their warm start is not cached (the cache holds full weights).
-            settings = settings.model_copy(update={"cache": False})
-        n = settings.examples or settings.steps * settings.batch_size
-        supplied = self.warmstart_examples(n, settings.seed) + (examples(n, settings.seed) if examples else [])
+        settings, supplied = self._warmstart_inputs(examples)
         path, metrics = cached_warm_start(self.model, self.tokenizer, self.testbed, settings, examples=supplied,
                                           weights_digest=self.weights_digest(), bf16=self.bf16,
                                           gradient_checkpointing=self.config.gradient_checkpointing,
                                           progress=progress)
+        self._digest.forget()
         if path is not None:
             self.start_path = str(path)
             self.model.config._name_or_path = self.start_path
@@ -321,6 +319,28 @@ class GRPOTrainerAdapter(Trainer[GRPOConfig]):
             self.optimizer.state.clear()
         self._warm_metrics = metrics
         return metrics
+
+    def _warmstart_inputs(self, examples: Callable[[int, int], list[dict[str, Any]]] | None = None,
+                          ) -> tuple[WarmStartConfig, list[dict[str, Any]]]:
+        """The warm start's settings and the examples this trainer and ``examples`` (the engineer's) add."""
+        settings = self.config.warmstart
+        if self.run_config.model.lora is not None:
+            # The adapters are what trains; their warm start is not cached (the cache holds full weights).
+            settings = settings.model_copy(update={"cache": False})
+        n = settings.examples or settings.steps * settings.batch_size
+        supplied = self.warmstart_examples(n, settings.seed) + (examples(n, settings.seed) if examples else [])
+        return settings, supplied
+
+    def warmstart_key(self, examples: Callable[[int, int], list[dict[str, Any]]] | None = None) -> str | None:
+        """The key of the warm-start cache entry ``prepare`` would read or write, without training
+        (``None``: no cached warm start); after ``setup``."""
+        from trainers.grpo.warmstart import cache_key, frozen_names, training_examples
+
+        settings, supplied = self._warmstart_inputs(examples)
+        if settings.steps == 0 or not settings.cache:
+            return None
+        return cache_key(self.weights_digest(), training_examples(self.testbed, settings, supplied), settings,
+                         self.bf16, frozen_names(self.model))
 
     def warmstart_examples(self, n: int, seed: int) -> list[dict[str, Any]]:
         """Warm-start examples this trainer adds to the testbed's reference answers (none here;
@@ -356,6 +376,10 @@ class GRPOTrainerAdapter(Trainer[GRPOConfig]):
         (directory / "optimizer.pt").unlink(missing_ok=True)
 
     def weights_digest(self) -> str:
+        """sha256 of the weights (name and bytes of every tensor), computed once per distinct weights."""
+        return self._digest.get(self.model, self._hash_weights)
+
+    def _hash_weights(self) -> str:
         import hashlib
 
         import torch
@@ -477,6 +501,7 @@ class GRPOTrainerAdapter(Trainer[GRPOConfig]):
                                       log=log, round_index=round_index)
         with completion_positions_only():
             result = trainer.train()
+        self._digest.forget()
         # TRL may have wrapped the model; keep the plain module for the next round, and the
         # trainer itself until ``save`` (gathering sharded weights needs its accelerator).
         self.model = trainer.accelerator.unwrap_model(trainer.model)

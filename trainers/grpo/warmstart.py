@@ -23,9 +23,19 @@ is present; our loss (``completion_nll``) runs the head only on the completion p
 30.2 -> 24.3 s of CPU).
 
 Cache. The warm-started weights are a pure function of (starting weights, the exact SFT examples,
-the SFT hyper-parameters, the library versions); they are saved once under
+the SFT hyper-parameters, the arithmetic); they are saved once under
 ``$CURRICULUM_CACHE/warmstart/<key>`` and reused by every later run with the same key (a second
-demo, every run of a ``compare``). A file lock makes concurrent runs with one key compute it once.
+demo, every run of a ``compare``, a run in the other environment). A file lock makes concurrent
+runs with one key compute it once. The key names torch's version in full (its kernels do the
+arithmetic), the major versions of transformers and TRL (model code and training loop) and the
+update's settings those two resolve by default (optimizer, betas, clipping, ...), so that a library
+changing a default still gets its own entry. It leaves out what only decides how the run generates
+(the rollout engine, ``use_vllm``, vLLM's version, the generation settings), the engineer, and
+transformers' and TRL's minor versions: ``make demo`` on vLLM's CPU build runs in ``.venv-vllm``,
+whose vLLM pins transformers below the one ``.venv`` resolves, and the demo's warm start trained
+there (transformers 5.19.0) and in ``.venv`` (5.25.0) came out bit-identical, yet the key with
+the full versions kept two entries and recomputed eight minutes. An entry stored under that older
+key (``_legacy_key``) is still found.
 """
 
 from __future__ import annotations
@@ -170,7 +180,7 @@ def warm_start(model: Any, tokenizer: Any, testbed: Testbed, tasks: Sequence[Tas
     ``settings.cache`` are ``cached_warm_start``'s); returns the training metrics."""
     from datasets import Dataset
     from transformers import PrinterCallback, TrainerCallback
-    from trl import SFTConfig, SFTTrainer
+    from trl import SFTTrainer
 
     examples = sft_examples(testbed, tasks) + list(examples)
     if not examples:
@@ -188,18 +198,7 @@ def warm_start(model: Any, tokenizer: Any, testbed: Testbed, tasks: Sequence[Tas
     if settings.group_by_length:  # blocks of one micro-batch: that is what gets padded together
         examples = length_grouped(examples, tokenizer, micro, seed)
     with tempfile.TemporaryDirectory(prefix="curriculum-sft-") as scratch:
-        args = SFTConfig(output_dir=scratch, max_steps=steps, learning_rate=settings.learning_rate,
-                         per_device_train_batch_size=micro,
-                         gradient_accumulation_steps=batch_size // micro, max_length=settings.max_length,
-                         lr_scheduler_type=settings.lr_schedule,
-                         completion_only_loss=True, report_to="none", save_strategy="no",
-                         logging_steps=max(1, steps // 5), seed=seed, data_seed=seed,
-                         disable_tqdm=True, use_cpu=not _cuda(),
-                         # Explicit: SFTConfig defaults bf16 to True (15x slower on AVX2 CPUs)
-                         # and gradient checkpointing to True (+1/3 compute, recomputed forwards).
-                         bf16=bf16, fp16=False, gradient_checkpointing=gradient_checkpointing,
-                         # Grouped examples are already in their (seeded) order.
-                         train_sampling_strategy="sequential" if settings.group_by_length else "random")
+        args = sft_arguments(settings, scratch, bf16=bf16, gradient_checkpointing=gradient_checkpointing)
         class _CompletionHeadSFT(SFTTrainer):
             def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
                 loss = completion_nll(model, inputs, num_items_in_batch)
@@ -215,15 +214,45 @@ def warm_start(model: Any, tokenizer: Any, testbed: Testbed, tasks: Sequence[Tas
             "warmstart/seconds": float(result.metrics.get("train_runtime", 0.0))}
 
 
-def cache_key(weights_digest: str, examples: list[dict[str, Any]], config: WarmStartConfig,
-              bf16: bool, frozen: Sequence[str] = ()) -> str:
-    """Hash of everything that determines the warm-started weights (``frozen``: the names of
-    the parameters that do not train, ``model.trainable_layers``)."""
-    import torch
-    import transformers
-    import trl
+def sft_arguments(settings: WarmStartConfig, output_dir: str, *, bf16: bool = False,
+                  gradient_checkpointing: bool = False) -> Any:
+    """TRL's ``SFTConfig`` of a warm start with ``settings``."""
+    from trl import SFTConfig
 
-    blob = json.dumps({
+    steps, seed = settings.steps, settings.seed
+    micro = settings.micro_batch_size or settings.batch_size
+    return SFTConfig(output_dir=output_dir, max_steps=steps, learning_rate=settings.learning_rate,
+                     per_device_train_batch_size=micro,
+                     gradient_accumulation_steps=settings.batch_size // micro, max_length=settings.max_length,
+                     lr_scheduler_type=settings.lr_schedule,
+                     completion_only_loss=True, report_to="none", save_strategy="no",
+                     logging_steps=max(1, steps // 5), seed=seed, data_seed=seed,
+                     disable_tqdm=True, use_cpu=not _cuda(),
+                     # Explicit: SFTConfig defaults bf16 to True (15x slower on AVX2 CPUs)
+                     # and gradient checkpointing to True (+1/3 compute, recomputed forwards).
+                     bf16=bf16, fp16=False, gradient_checkpointing=gradient_checkpointing,
+                     # Grouped examples are already in their (seeded) order.
+                     train_sampling_strategy="sequential" if settings.group_by_length else "random")
+
+
+_LIBRARY_DEFAULTS = ("optim", "optim_args", "adam_beta1", "adam_beta2", "adam_epsilon", "weight_decay",
+                     "max_grad_norm", "warmup_steps", "lr_scheduler_kwargs", "label_smoothing_factor",
+                     "loss_type", "average_tokens_across_devices", "padding_free", "packing")
+"""Settings of the update that ``warm_start`` leaves to transformers and TRL (``SFTConfig``'s
+defaults): part of the cache key, so that a library changing one is a new entry."""
+
+
+def library_defaults(config: WarmStartConfig, bf16: bool = False) -> dict[str, Any]:
+    """The values of ``_LIBRARY_DEFAULTS`` a warm start with ``config`` trains with."""
+    with tempfile.TemporaryDirectory(prefix="curriculum-sft-") as scratch:
+        args = sft_arguments(config, scratch, bf16=bf16).to_dict()
+    return {name: args.get(name) for name in _LIBRARY_DEFAULTS}
+
+
+def _key_inputs(weights_digest: str, examples: list[dict[str, Any]], config: WarmStartConfig,
+                bf16: bool, frozen: Sequence[str]) -> dict[str, Any]:
+    """What both keys hash besides the libraries."""
+    return {
         "weights": weights_digest, "examples": examples,
         "steps": config.steps, "learning_rate": config.learning_rate,
         "batch_size": config.batch_size, "seed": config.seed, "bf16": bf16,
@@ -239,15 +268,55 @@ def cache_key(weights_digest: str, examples: list[dict[str, Any]], config: WarmS
         # The loss's LM head runs on labelled positions only (``completion_nll``); entries made with
         # TRL's fused head over every position differ in float rounding, so they are not reused.
         "head": "labelled-positions",
-        "versions": [torch.__version__, transformers.__version__, trl.__version__],
-    }, sort_keys=True).encode()
-    return hashlib.sha256(blob).hexdigest()[:20]
+    }
+
+
+def _hash(blob: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(blob, sort_keys=True).encode()).hexdigest()[:20]
+
+
+def cache_key(weights_digest: str, examples: list[dict[str, Any]], config: WarmStartConfig,
+              bf16: bool, frozen: Sequence[str] = ()) -> str:
+    """Hash of everything that determines the warm-started weights (``frozen``: the names of
+    the parameters that do not train, ``model.trainable_layers``); of the libraries, what does
+    the arithmetic (module docstring, "Cache")."""
+    import torch
+    import transformers
+    import trl
+
+    majors = [f"{module.__name__} {module.__version__.split('.')[0]}" for module in (transformers, trl)]
+    return _hash({**_key_inputs(weights_digest, examples, config, bf16, frozen),
+                  "arithmetic": [torch.__version__, *majors], "defaults": library_defaults(config, bf16)})
+
+
+def _legacy_key(weights_digest: str, examples: list[dict[str, Any]], config: WarmStartConfig,
+                bf16: bool, frozen: Sequence[str] = ()) -> str:
+    """The key entries were stored under before ``cache_key`` (every library's full version)."""
+    import torch
+    import transformers
+    import trl
+
+    return _hash({**_key_inputs(weights_digest, examples, config, bf16, frozen),
+                  "versions": [torch.__version__, transformers.__version__, trl.__version__]})
 
 
 def warmstart_dir(key: str) -> Path:
     from curriculum.core.paths import cache_dir
 
     return cache_dir() / "warmstart" / key
+
+
+def training_examples(testbed: Testbed, config: WarmStartConfig,
+                      examples: Sequence[Example] = ()) -> list[Example]:
+    """Every example a warm start with ``config`` trains on: the reference answers of the testbed's
+    warm-start tasks, then ``examples``."""
+    n = config.examples or config.steps * config.batch_size
+    return sft_examples(testbed, testbed.warmstart_tasks(n, config.seed)) + list(examples)
+
+
+def frozen_names(model: Any) -> list[str]:
+    """The parameters that do not train (``model.trainable_layers``)."""
+    return [name for name, param in model.named_parameters() if not param.requires_grad]
 
 
 def cached_warm_start(model: Any, tokenizer: Any, testbed: Testbed, config: WarmStartConfig, *,
@@ -260,10 +329,8 @@ def cached_warm_start(model: Any, tokenizer: Any, testbed: Testbed, config: Warm
     Returns the directory holding the warm-started weights (``None`` with ``cache=False``) and
     the metrics (``warmstart/cached`` = 1 when loaded from the cache).
     """
-    n = config.examples or config.steps * config.batch_size
-    tasks = testbed.warmstart_tasks(n, config.seed)
     # Built once: the key hashes exactly the examples that are trained on.
-    examples = sft_examples(testbed, tasks) + list(examples)
+    examples = training_examples(testbed, config, examples)
 
     def train() -> dict[str, float]:
         return warm_start(model, tokenizer, testbed, (), config, bf16=bf16,
@@ -272,17 +339,19 @@ def cached_warm_start(model: Any, tokenizer: Any, testbed: Testbed, config: Warm
 
     if not config.cache:
         return None, train()
-    frozen = [name for name, param in model.named_parameters() if not param.requires_grad]
+    frozen = frozen_names(model)
     target = warmstart_dir(cache_key(weights_digest, examples, config, bf16, frozen))
     target.parent.mkdir(parents=True, exist_ok=True)
     with open(target.with_suffix(".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # a concurrent run with the same key waits for this one
-        if (target / "metrics.json").is_file():
-            _load_weights(model, target)
-            if progress is not None:
-                progress(config.steps)
-            metrics = json.loads((target / "metrics.json").read_text())
-            return target, {**metrics, "warmstart/cached": 1.0}
+        legacy = warmstart_dir(_legacy_key(weights_digest, examples, config, bf16, frozen))
+        for entry in (target, legacy):  # an entry of the older key stays where runs recorded it
+            if (entry / "metrics.json").is_file():
+                _load_weights(model, entry)
+                if progress is not None:
+                    progress(config.steps)
+                metrics = json.loads((entry / "metrics.json").read_text())
+                return entry, {**metrics, "warmstart/cached": 1.0}
         # Siblings a killed run left half-written: nobody else writes them while we hold the lock.
         for stale in target.parent.glob(target.name + ".tmp*"):
             shutil.rmtree(stale, ignore_errors=True)

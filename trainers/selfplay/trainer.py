@@ -249,8 +249,11 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
 
     config_class = SelfPlayConfig
     trains_on = "pool"
-    summary_metrics = ("spade/",)
-    """Designer reward parts, regret, win rates with and without hint, admission by reason."""
+    summary_metrics = ("spade/heldout_win_rate", "spade/win_rate", "spade/regret_played", "spade/new_envs",
+                       "spade/admission_rate", "spade/pool_size")
+    """The player's skill on the held-out games and on the pool, the regret of what it played, the
+    designs admitted (count and rate) and the pool's size; the other ``spade/`` metrics (designer
+    reward parts, win rates with the hint, rejections by reason, ...) are in ``train_metrics.json``."""
     description = "SPADE co-training: one policy as designer and agent (GRPO via TRL rollout_func)."
 
     @classmethod
@@ -537,6 +540,7 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
         train.update(self._importance_weights(rows))
         if len(rows) >= 2:  # a single row has no group to compare with
             train.update(self._update(rows, seed, round_index, log))
+        self._digest.forget()  # the weights may have changed
         train.update(self._play_heldout())  # the player's skill after this round's update
         metrics = {**batch["metrics"], **train, "train/seconds": time.monotonic() - started}
         if log is not None:

@@ -50,7 +50,7 @@ from curriculum.core.run import RunSettings
 from curriculum.core.sizing import PlanTarget
 from curriculum.core.types import Completion, Task
 from testbeds.base import Testbed
-from trainers.base import LogFn, Trainer
+from trainers.base import DigestMemo, LogFn, Trainer
 from trainers.small.objective import LossType, ScaleRewards
 
 STATE_FILE = "small_policy.pt"
@@ -315,6 +315,7 @@ class SmallTrainer(Trainer[SmallConfig]):
         self.optimizer: Any = None
         self.rounds_trained = 0
         self._warm_metrics: dict[str, float] = {}
+        self._digest = DigestMemo()  # forgotten wherever the weights change
 
     def _build(self) -> Any:
         import torch
@@ -335,6 +336,7 @@ class SmallTrainer(Trainer[SmallConfig]):
         import torch
 
         torch.set_num_threads(self.config.torch_threads)
+        self._digest.forget()
         self.model = self._build()
         self.optimizer = self._new_optimizer()
         self.rounds_trained = 0
@@ -370,6 +372,7 @@ class SmallTrainer(Trainer[SmallConfig]):
         if self.config.warmstart.steps == 0:
             return {}
         metrics = cached_supervised(self.model, self.testbed, self.config)
+        self._digest.forget()
         self.optimizer = self._new_optimizer()  # SFT moments are not carried into GRPO
         if progress is not None:
             progress(self.config.warmstart.steps)
@@ -470,6 +473,7 @@ class SmallTrainer(Trainer[SmallConfig]):
             loss.backward()
             norms.append(float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.max_grad_norm)))
             self.optimizer.step()
+            self._digest.forget()
             losses.append(float(loss.detach()))
             clipped.append(clip_fraction(logp.detach(), old, kept["advantages"], mask, cfg.epsilon))
         self.model.eval()
@@ -538,6 +542,10 @@ class SmallTrainer(Trainer[SmallConfig]):
                     "rounds_trained": self.rounds_trained}, directory / STATE_FILE)
 
     def weights_digest(self) -> str:
+        """sha256 of the weights, computed once per distinct weights (``DigestMemo``)."""
+        return self._digest.get(self.model, self._hash_weights)
+
+    def _hash_weights(self) -> str:
         digest = hashlib.sha256()
         for name, param in sorted(self.model.state_dict().items()):
             digest.update(name.encode())
