@@ -19,9 +19,11 @@ directory). With the ``fixed`` engineer the pool then never changes.
 
 Evaluation (``evaluate``), every ``eval_every`` calls and at call ``final_eval_call`` (set it to
 ``rounds - 1``; a baseline eval before training counts as a call too when enabled): games →
-reasoning-gym maths / algorithmic / cognition (``testbeds.heldout.reasoning``); tools → the fixed
-tool suite (``testbeds.heldout.tools``). Skipped calls report ``heldout/evaluated = 0`` and the
-score of the last measured call (so curves stay flat rather than falling to 0).
+reasoning-gym maths / algorithmic / cognition (``testbeds.heldout.reasoning``), each item's score
+in ``task_scores`` by its content (``item_key``: what ``curriculum compare`` pairs at the level of
+seeds); tools → the fixed tool suite (``testbeds.heldout.tools``). Skipped calls report
+``heldout/evaluated = 0`` and the score of the last measured call (so curves stay flat rather
+than falling to 0).
 """
 
 from __future__ import annotations
@@ -222,21 +224,22 @@ class SpadeTestbed(Testbed):
             return EvalReport(score=self.last_eval["score"], metrics={"heldout/evaluated": 0.0,
                                                                       "heldout/call": float(call)}, suite=suite)
         if self.config.setting == "games":
-            from testbeds.heldout.reasoning import evaluate as rg_evaluate
-            from testbeds.heldout.reasoning import training_questions
+            from testbeds.heldout.reasoning import evaluate_items, training_questions
 
             trained = (training_questions(self.config.reasoning_gym_train, self.config.reasoning_gym_items)
                        if self.config.initial_pool == "reasoning_gym" else frozenset())
-            metrics, breakdown, samples = rg_evaluate(policy, self.config.reasoning_gym, seed=seed, exclude=trained)
+            metrics, breakdown, samples, items = evaluate_items(policy, self.config.reasoning_gym, seed=seed,
+                                                                exclude=trained)
             score = metrics["reasoning_gym/mean"]
         else:
             from testbeds.heldout.tools import evaluate as tools_evaluate
 
             metrics, breakdown, samples = tools_evaluate(policy, self.config.tools, self._tool_sandbox(), seed=seed)
-            score = metrics["tools/mean"]
+            score, items = metrics["tools/mean"], {}
         metrics = {**metrics, "heldout/evaluated": 1.0, "heldout/call": float(call)}
         self.last_eval = {"score": score, "call": call}
-        return EvalReport(score=score, metrics=metrics, breakdown=breakdown, samples=samples, suite=suite)
+        return EvalReport(score=score, metrics=metrics, breakdown=breakdown, samples=samples, suite=suite,
+                          task_scores=items)
 
     def state_dict(self) -> dict[str, Any]:
         return {"eval_calls": self.eval_calls, "last_eval": self.last_eval}
