@@ -223,35 +223,42 @@ def evaluate_items(policy: Policy, config: ReasoningGymEval, *, seed: int = 0, s
     return metrics, breakdown, out_samples, per_item
 
 
-def training_questions(datasets: Sequence[str], per_dataset: int, train_seed: int = 10_000_000) -> frozenset[str]:
+def training_questions(datasets: Sequence[str], per_dataset: int, train_seed: int = 10_000_000, *,
+                       levels: dict[str, dict[str, Any]] | None = None) -> frozenset[str]:
     """The questions of the fixed reasoning-gym environment set (``training_environments``)."""
-    return frozenset(question for question, _ in _training_pairs(datasets, per_dataset, train_seed))
+    return frozenset(question for question, _ in _training_pairs(datasets, per_dataset, train_seed, levels=levels))
 
 
-def training_environments(datasets: Sequence[str], per_dataset: int,
-                          train_seed: int = 10_000_000) -> list[PoolEnvironment]:
+def training_environments(datasets: Sequence[str], per_dataset: int, train_seed: int = 10_000_000, *,
+                          levels: dict[str, dict[str, Any]] | None = None) -> list[PoolEnvironment]:
     """Reasoning-gym datasets as a fixed set of environment programs (``initial_pool: reasoning_gym``).
 
     Each dataset becomes one game program holding ``per_dataset`` (question, answer) pairs drawn
-    from ``train_seed`` (disjoint from the eval seeds); ``reset(seed)`` picks pair ``seed % n``, a
+    from ``train_seed`` (disjoint from the eval seeds) at the dataset's level in ``levels`` (its
+    reasoning-gym config values; reasoning-gym's defaults for a dataset not named); ``reset(seed)``
+    picks pair ``seed % n``, a
     turn answers in ``\\boxed{}``, an exact (whitespace- and case-normalised) match wins. The
     program runs in the sandbox, where reasoning-gym itself cannot be imported.
-    Each is a ``PoolEnvironment`` with id ``rg-<dataset>-<train_seed>``, the dataset as skill and
-    an empty hint (a fixed set has none).
+    Each is a ``PoolEnvironment`` with id ``rg-<dataset>-<train_seed>`` (``-<digest of the level>``
+    added for a named level), the dataset as skill and an empty hint (a fixed set has none).
     """
     envs = []
-    for name, pairs in zip(datasets, _training_pairs(datasets, per_dataset, train_seed, grouped=True), strict=True):
+    groups = _training_pairs(datasets, per_dataset, train_seed, grouped=True, levels=levels)
+    for name, pairs in zip(datasets, groups, strict=True):
         source = _FIXED_TEMPLATE.replace("__PAIRS_LITERAL__", repr(json.dumps(pairs))).replace("__NAME__", name)
-        envs.append(PoolEnvironment(hash=f"rg-{name}-{train_seed}", setting="games", skill=name, hint="",
+        level = (levels or {}).get(name)
+        suffix = f"-{_digest(json.dumps(level, sort_keys=True))}" if level else ""
+        envs.append(PoolEnvironment(hash=f"rg-{name}-{train_seed}{suffix}", setting="games", skill=name, hint="",
                                     program=source))
     return envs
 
 
-def _training_pairs(datasets: Sequence[str], per_dataset: int, train_seed: int, *, grouped: bool = False) -> Any:
+def _training_pairs(datasets: Sequence[str], per_dataset: int, train_seed: int, *, grouped: bool = False,
+                    levels: dict[str, dict[str, Any]] | None = None) -> Any:
     """(question, answer) pairs of the fixed training set: flat, or one list per dataset."""
     groups = []
     for k, name in enumerate(datasets):
-        data = create_dataset(name, per_dataset, train_seed + 1000 * k)
+        data = create_dataset(name, per_dataset, train_seed + 1000 * k, (levels or {}).get(name))
         groups.append([(data[i]["question"], str(data[i]["answer"])) for i in range(per_dataset)])
     return groups if grouped else [pair for group in groups for pair in group]
 

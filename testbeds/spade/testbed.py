@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from curriculum.core.config import PluginConfig
 from curriculum.core.pool import DesignSample, PoolEnvironment, design_task, env_task, program_hash
@@ -73,6 +73,9 @@ class SpadeTestbedConfig(PluginConfig):
     """Datasets of the fixed reasoning-gym environment set (``initial_pool: reasoning_gym``)."""
     reasoning_gym_items: int = Field(200, ge=1)
     """(question, answer) pairs per fixed reasoning-gym environment."""
+    reasoning_gym_train_levels: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """Dataset of ``reasoning_gym_train`` → its reasoning-gym config values (a level, as the held-out
+    suite's ``reasoning_gym.levels``); a dataset not named keeps reasoning-gym's defaults."""
     reasoning_gym: ReasoningGymEval = Field(default_factory=ReasoningGymEval)
     """Held-out reasoning-gym eval (games)."""
     tools: ToolSuiteEval = Field(default_factory=ToolSuiteEval)
@@ -84,6 +87,13 @@ class SpadeTestbedConfig(PluginConfig):
     sandbox: SandboxConfig = Field(default_factory=lambda: SandboxConfig(workers=2))
     """Sandbox for the held-out tool suite (the ``ToolEnv`` prelude is added)."""
 
+    @model_validator(mode="after")
+    def _train_levels_name_train_datasets(self) -> SpadeTestbedConfig:
+        if unknown := sorted(set(self.reasoning_gym_train_levels) - set(self.reasoning_gym_train)):
+            raise ValueError(f"reasoning_gym_train_levels names datasets not in reasoning_gym_train: "
+                             f"{', '.join(unknown)} (reasoning_gym_train: {', '.join(self.reasoning_gym_train)})")
+        return self
+
 
 def load_initial_pool(spec: str, config: SpadeTestbedConfig) -> list[PoolEnvironment]:
     """The starting pool named by ``spec``."""
@@ -92,7 +102,8 @@ def load_initial_pool(spec: str, config: SpadeTestbedConfig) -> list[PoolEnviron
     if spec == "reasoning_gym":
         from testbeds.heldout.reasoning import training_environments
 
-        return training_environments(config.reasoning_gym_train, config.reasoning_gym_items)
+        return training_environments(config.reasoning_gym_train, config.reasoning_gym_items,
+                                     levels=config.reasoning_gym_train_levels)
     if spec == "seed_library":
         from testbeds.synthetic.seeds import seed_library
 
@@ -226,7 +237,8 @@ class SpadeTestbed(Testbed):
         if self.config.setting == "games":
             from testbeds.heldout.reasoning import evaluate_items, training_questions
 
-            trained = (training_questions(self.config.reasoning_gym_train, self.config.reasoning_gym_items)
+            trained = (training_questions(self.config.reasoning_gym_train, self.config.reasoning_gym_items,
+                                          levels=self.config.reasoning_gym_train_levels)
                        if self.config.initial_pool == "reasoning_gym" else frozenset())
             metrics, breakdown, samples, items = evaluate_items(policy, self.config.reasoning_gym, seed=seed,
                                                                 exclude=trained)

@@ -1,6 +1,7 @@
 """The SPADE testbed's held-out reasoning-gym items for comparisons: each item's outcome kept by its
 content (``EvalReport.task_scores``), so runs pair item by item at the level of seeds even where one
-run's suite leaves out a question it trains on."""
+run's suite leaves out a question it trains on; and the fixed reasoning-gym environment set at a
+declared level (``reasoning_gym_train_levels``), whose questions the eval leaves out too."""
 
 from __future__ import annotations
 
@@ -56,3 +57,25 @@ def test_each_items_outcome_is_kept_by_its_content_and_pairs_across_suites(monke
     assert len(other.task_scores) == 12 and len(shared) == 9
     assert shared == {reasoning.item_key({"dataset": "basic_arithmetic", "question": q}) for q in first[3:]}
 
+
+def test_the_fixed_reasoning_gym_set_at_a_declared_level_and_the_eval_leaves_its_questions_out():
+    pytest.importorskip("reasoning_gym")
+    from testbeds.heldout.reasoning import training_environments, training_questions
+    from testbeds.spade.testbed import SpadeTestbed, load_initial_pool
+
+    levelled = training_environments(["basic_arithmetic"], 20, levels={"basic_arithmetic": LEVEL})
+    default = training_environments(["basic_arithmetic"], 20)
+    assert levelled[0].hash.startswith("rg-basic_arithmetic-10000000-") and default[0].hash == "rg-basic_arithmetic-10000000"
+    questions = training_questions(["basic_arithmetic"], 20, levels={"basic_arithmetic": LEVEL})
+    assert questions != training_questions(["basic_arithmetic"], 20)
+    for q in questions:  # two one-digit terms, as the level says
+        numbers = [int(n) for n in re.findall(r"\d+", q)]
+        assert len(numbers) == 2 and max(numbers) <= 10, q  # reasoning-gym draws a one-digit term up to 10
+    cfg = _config(initial_pool="reasoning_gym", reasoning_gym_train=["basic_arithmetic"], reasoning_gym_items=20,
+                  reasoning_gym_train_levels={"basic_arithmetic": LEVEL})
+    assert [e.hash for e in load_initial_pool("reasoning_gym", cfg)] == [levelled[0].hash]
+    asked = Oracle({})
+    SpadeTestbed(cfg).evaluate(asked)
+    assert len(asked.asked) == 12 and not questions & set(asked.asked)
+    with pytest.raises(ValueError, match="reasoning_gym_train_levels names datasets not in reasoning_gym_train: gcd"):
+        _config(reasoning_gym_train=["basic_arithmetic"], reasoning_gym_train_levels={"gcd": {"max_value": 9}})
