@@ -67,7 +67,7 @@ def register(app: typer.Typer, console: Console, fail: Callable[[str], None]) ->
         """Benchmark engineers under identical seeds, budget, eval suites and starting config."""
         from curriculum.compare import (CompareSpec, compare as run_compare, design_summary, design_text,
                                         load_compare_data, load_design, pilot_variance, reanalyse as redo,
-                                        results_table, run_configs, table_text_of)
+                                        results_table, run_configs, runs_text, table_text_of)
         from curriculum.config import ConfigError
         from curriculum.registry import UnknownName
 
@@ -97,7 +97,9 @@ def register(app: typer.Typer, console: Console, fail: Callable[[str], None]) ->
             fail(str(err))
         if dry_run:
             try:
-                text = design_text(design_summary(spec, run_configs(spec), pilot_variance(list(pilot))))
+                configs = run_configs(spec)
+                text = design_text(design_summary(spec, configs, pilot_variance(list(pilot))))
+                text += "\n" + runs_text(spec, configs)
             except (ConfigError, UnknownName) as err:
                 fail(str(err))
             console.print(text, markup=False, highlight=False, soft_wrap=True)

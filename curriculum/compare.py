@@ -70,7 +70,7 @@ from curriculum.config import ConfigError, RunConfig, apply_overrides, read_conf
 from curriculum.core.records import LEGACY_SUITE
 from curriculum.core.userfiles import read_user_bytes
 from curriculum.core.types import EvalReport
-from curriculum.registry import ENGINEERS, TESTBEDS
+from curriculum.registry import ENGINEERS, TESTBEDS, TRAINERS
 from curriculum.core.reporting import ReportLayout
 from curriculum.report import (RunSummary, layout_of, plot_distribution, plot_final_by_size,
                                plot_score_curves, rates_by_bucket)
@@ -292,9 +292,13 @@ def load_design(path: str | Path) -> CompareDesign:
 
 
 def steps_per_run(config: RunConfig) -> int | None:
-    """Optimiser steps a run takes: rounds × (``max_steps_per_round``, else
-    ⌈tasks_per_round × epochs_per_round / prompts_per_step⌉); ``None`` for trainers that do not
-    step on prompt batches (simulated, self-play)."""
+    """Optimiser steps a run takes: rounds × the steps the trainer fixes per round
+    (``TrainingBudget.optimizer_steps_per_round``; self-play: one update per rollout step), else
+    rounds × (``max_steps_per_round``, else ⌈tasks_per_round × epochs_per_round / prompts_per_step⌉);
+    ``None`` for trainers that do not step on prompt batches (simulated)."""
+    fixed = TRAINERS.get(config.trainer.name).load().training_budget(config).optimizer_steps_per_round
+    if fixed is not None:
+        return config.rounds * fixed
     trainer = config.trainer
     per_step = getattr(trainer, "prompts_per_step", None)
     if per_step is None:
@@ -656,6 +660,48 @@ def design_text(summary: dict[str, Any]) -> str:
         lines.extend(f"  - {p}" for p in summary["problems"])
     else:
         lines.append("power thresholds: all met")
+    return "\n".join(lines)
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds / 60:.0f} min" if seconds < 5400 else f"{seconds / 3600:.1f} h"
+
+
+def machine_estimate(config: RunConfig) -> Any:
+    """``curriculum run --dry-run``'s wall-time estimate of one run on this machine
+    (``curriculum.plan.wall_time``, single process): a ``curriculum.walltime.Estimate``."""
+    from curriculum.core.sizing import DEFAULT_GPU, GPUS
+    from curriculum.plan import read_strategy, wall_time
+    from curriculum.presets import detect_machine
+
+    return wall_time(config, read_strategy(None), GPUS[DEFAULT_GPU], detect_machine())
+
+
+def runs_text(spec: CompareSpec, configs: dict[tuple[str, int], RunConfig],
+              estimate: Callable[[RunConfig], Any] | None = machine_estimate) -> str:
+    """What ``compare --dry-run`` prints after the design: every arm's runs (directory, seeds,
+    whether each is new, to resume or done) and, with ``estimate`` (a config → an ``Estimate``
+    with ``total_seconds`` and ``warmstart_seconds``, one per arm: its runs differ only in the
+    seed), the wall time of the runs not done yet one after another, plus the longest warm start
+    once (runs with the same model and warm-start examples share its cache entry)."""
+    lines = [f"runs ({len(configs)}, seed-major, under {Path(spec.out) / 'runs'}):"]
+    total, warm, per_run = 0.0, 0.0, []
+    for arm in spec.engineers:
+        keys = [(arm, s) for s in spec.arm_seeds(arm)]
+        status = [run_status(configs[k]) for k in keys]
+        counts = ", ".join(f"{status.count(x)} {x}" for x in ("new", "resume", "done") if x in status)
+        lines.append(f"  {arm}: {arm}-seed{{{','.join(str(s) for _, s in keys)}}} ({counts})")
+        if estimate is not None:
+            est = estimate(configs[keys[0]])
+            todo = sum(x != "done" for x in status)
+            total += todo * est.total_seconds
+            warm = max(warm, est.warmstart_seconds if todo else 0.0)
+            per_run.append(f"{arm} {_duration(est.total_seconds)}")
+    if estimate is not None:
+        lines.append(f"estimated wall time on this machine: {_duration(total + warm)} for the runs not done, one "
+                     f"after another ({_duration(total)} of runs: {', '.join(per_run)} per run; + "
+                     f"{_duration(warm)} warm start once unless cached); with --jobs N the runs share the "
+                     "machine's cores. Each run's estimate is `curriculum run --dry-run`'s (what it assumes: there)")
     return "\n".join(lines)
 
 

@@ -68,3 +68,7 @@ class TrainingBudget:
     """A frozen reference model runs a forward pass on every trained token (KL, ``beta > 0``)."""
     evals_before_training: int = 1
     """Evals before round 0 when the run sets ``eval_before_training`` (2: again after a warm start)."""
+    optimizer_steps_per_round: int | None = None
+    """Optimizer steps one round takes when the trainer fixes them whatever its prompt settings
+    (self-play: one update per rollout step); ``None``: counted from its prompt batches, if any
+    (``curriculum.compare.steps_per_run``)."""

@@ -280,8 +280,11 @@ class SpadeEngineerConfig(PluginConfig):
     """Names of the seed-library environments that warm start answers with (``None``: every
     one of the configured skills). A parametrised game answers each prompt with a variant drawn
     from that prompt's document (``testbeds.spade.synthetic.seeds.variant``)."""
-    designs_per_round: int = Field(4, ge=1)
-    """Design calls per round."""
+    designs_per_round: int = Field(4, ge=0)
+    """Design calls per round; 0: the designer is off, the starting pool (``testbed.initial_pool``)
+    is handed on unchanged every round, as the ``fixed`` engineer does, while the designer warm start
+    still runs, so the run starts from the same warm-started model as a SPADE run (a fixed set of
+    environments beside SPADE, e.g. ``configs/compare/spade_cpu.yaml``)."""
     designer: Literal["policy", "base", "endpoint"] = "policy"
     """Which model writes environments: the current policy (shared weights, trained as designer),
     the frozen base model (the frozen-designer ablation: its designs are played, never trained on),

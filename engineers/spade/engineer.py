@@ -22,7 +22,9 @@ checks and memory as every design) or ``frozen_pool.max_calls`` calls are spent
 (``FrozenPoolTooSmall``, naming the rejections), saves the pool to ``<run_dir>/spade_pool.jsonl``
 (what ``testbed.initial_pool: memory:<run dir>`` reads) and returns it as round 0's proposal, with
 no designs; a restart before round 0 is committed rereads that file. Every later ``design``
-hands the same pool on without a design call, so only the agent role trains.
+hands the same pool on without a design call, so only the agent role trains. With
+``designs_per_round: 0`` every ``design`` hands the starting pool on the same way (the designer
+off; its warm-start examples still train the starting model).
 
 State saved per round: the corpus seed and cursor and the design-call counter (the memory is its own
 SQLite file in the run directory). The sandbox pool is started on first use and closed by
@@ -194,10 +196,12 @@ class SpadeEngineer(Engineer):
         candidates in call order, remembers them and returns the design; the other ranks return
         an empty design the controller ignores. With ``frozen_pool`` the pool designed before
         round 0 is handed on unchanged, without design calls."""
-        if self.config.frozen_pool is not None:
+        if self.config.frozen_pool is not None or self.config.designs_per_round == 0:
+            why = ("frozen pool: designed before round 0, no design calls" if self.config.frozen_pool is not None
+                   else "designs_per_round 0: the starting pool, no design calls")
             return Design(raw={"environments": [e.model_dump(mode="json") for e in ctx.proposal.environments],
                                "designs": []},
-                          notes={"spade": "frozen pool: designed before round 0, no design calls"})
+                          notes={"spade": why})
         if distributed.is_main():
             self._remember_outcomes(ctx)
         made = self._design_calls(ctx, ctx.round + 1, self.config.designs_per_round)

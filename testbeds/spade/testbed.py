@@ -19,9 +19,11 @@ directory). With the ``fixed`` engineer the pool then never changes.
 
 Evaluation (``evaluate``), every ``eval_every`` calls and at call ``final_eval_call`` (set it to
 ``rounds - 1``; a baseline eval before training counts as a call too when enabled): games →
-reasoning-gym maths / algorithmic / cognition (``testbeds.spade.heldout.reasoning``); tools → the fixed
-tool suite (``testbeds.spade.heldout.tools``). Skipped calls report ``heldout/evaluated = 0`` and the
-score of the last measured call (so curves stay flat rather than falling to 0).
+reasoning-gym maths / algorithmic / cognition (``testbeds.spade.heldout.reasoning``), each item's score
+in ``task_scores`` by its content (``item_key``: what ``curriculum compare`` pairs at the level of
+seeds); tools → the fixed tool suite (``testbeds.spade.heldout.tools``). Skipped calls report
+``heldout/evaluated = 0`` and the score of the last measured call (so curves stay flat rather
+than falling to 0).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from curriculum.core.config import PluginConfig
 from curriculum.core.pool import DesignSample, PoolEnvironment, design_task, env_task, program_hash
@@ -71,6 +73,9 @@ class SpadeTestbedConfig(PluginConfig):
     """Datasets of the fixed reasoning-gym environment set (``initial_pool: reasoning_gym``)."""
     reasoning_gym_items: int = Field(200, ge=1)
     """(question, answer) pairs per fixed reasoning-gym environment."""
+    reasoning_gym_train_levels: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """Dataset of ``reasoning_gym_train`` → its reasoning-gym config values (a level, as the held-out
+    suite's ``reasoning_gym.levels``); a dataset not named keeps reasoning-gym's defaults."""
     reasoning_gym: ReasoningGymEval = Field(default_factory=ReasoningGymEval)
     """Held-out reasoning-gym eval (games)."""
     tools: ToolSuiteEval = Field(default_factory=ToolSuiteEval)
@@ -82,6 +87,13 @@ class SpadeTestbedConfig(PluginConfig):
     sandbox: SandboxConfig = Field(default_factory=lambda: SandboxConfig(workers=2))
     """Sandbox for the held-out tool suite (the ``ToolEnv`` prelude is added)."""
 
+    @model_validator(mode="after")
+    def _train_levels_name_train_datasets(self) -> SpadeTestbedConfig:
+        if unknown := sorted(set(self.reasoning_gym_train_levels) - set(self.reasoning_gym_train)):
+            raise ValueError(f"reasoning_gym_train_levels names datasets not in reasoning_gym_train: "
+                             f"{', '.join(unknown)} (reasoning_gym_train: {', '.join(self.reasoning_gym_train)})")
+        return self
+
 
 def load_initial_pool(spec: str, config: SpadeTestbedConfig) -> list[PoolEnvironment]:
     """The starting pool named by ``spec``."""
@@ -90,7 +102,8 @@ def load_initial_pool(spec: str, config: SpadeTestbedConfig) -> list[PoolEnviron
     if spec == "reasoning_gym":
         from testbeds.spade.heldout.reasoning import training_environments
 
-        return training_environments(config.reasoning_gym_train, config.reasoning_gym_items)
+        return training_environments(config.reasoning_gym_train, config.reasoning_gym_items,
+                                     levels=config.reasoning_gym_train_levels)
     if spec == "seed_library":
         from testbeds.spade.synthetic.seeds import seed_library
 
@@ -222,21 +235,23 @@ class SpadeTestbed(Testbed):
             return EvalReport(score=self.last_eval["score"], metrics={"heldout/evaluated": 0.0,
                                                                       "heldout/call": float(call)}, suite=suite)
         if self.config.setting == "games":
-            from testbeds.spade.heldout.reasoning import evaluate as rg_evaluate
-            from testbeds.spade.heldout.reasoning import training_questions
+            from testbeds.spade.heldout.reasoning import evaluate_items, training_questions
 
-            trained = (training_questions(self.config.reasoning_gym_train, self.config.reasoning_gym_items)
+            trained = (training_questions(self.config.reasoning_gym_train, self.config.reasoning_gym_items,
+                                          levels=self.config.reasoning_gym_train_levels)
                        if self.config.initial_pool == "reasoning_gym" else frozenset())
-            metrics, breakdown, samples = rg_evaluate(policy, self.config.reasoning_gym, seed=seed, exclude=trained)
+            metrics, breakdown, samples, items = evaluate_items(policy, self.config.reasoning_gym, seed=seed,
+                                                                exclude=trained)
             score = metrics["reasoning_gym/mean"]
         else:
             from testbeds.spade.heldout.tools import evaluate as tools_evaluate
 
             metrics, breakdown, samples = tools_evaluate(policy, self.config.tools, self._tool_sandbox(), seed=seed)
-            score = metrics["tools/mean"]
+            score, items = metrics["tools/mean"], {}
         metrics = {**metrics, "heldout/evaluated": 1.0, "heldout/call": float(call)}
         self.last_eval = {"score": score, "call": call}
-        return EvalReport(score=score, metrics=metrics, breakdown=breakdown, samples=samples, suite=suite)
+        return EvalReport(score=score, metrics=metrics, breakdown=breakdown, samples=samples, suite=suite,
+                          task_scores=items)
 
     def state_dict(self) -> dict[str, Any]:
         return {"eval_calls": self.eval_calls, "last_eval": self.last_eval}

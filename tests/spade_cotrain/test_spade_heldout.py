@@ -189,7 +189,7 @@ def test_spade_testbed_eval_excludes_its_training_questions(monkeypatch):
     # as if the fixed training set asked three of the eval's questions
     seen_args = []
 
-    def trained(datasets, items, *rest):
+    def trained(datasets, items, *rest, levels=None):
         seen_args.append((list(datasets), items))
         return frozenset(plain[:3])
 

@@ -76,6 +76,7 @@ import math
 import os
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -260,7 +261,7 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
     def training_budget(cls, run_config: Any) -> TrainingBudget:
         from trainers.grpo.plan import grpo_budget, selfplay_round_work
 
-        return grpo_budget(run_config, selfplay_round_work(run_config))
+        return replace(grpo_budget(run_config, selfplay_round_work(run_config)), optimizer_steps_per_round=1)
 
     @classmethod
     def plan_lines(cls, run_config: Any, target: PlanTarget) -> list[str]:

@@ -23,6 +23,7 @@ Install: ``pip install reasoning-gym==0.1.25`` (pure Python; pulls sympy, pycosa
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import signal
 import threading
@@ -180,57 +181,84 @@ def answer_of(text: str) -> str:
     return boxed if boxed is not None else text.strip()
 
 
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def item_key(item: dict[str, Any]) -> str:
+    """An item's id in ``EvalReport.task_scores``: ``<dataset>/<digest of its question>``. By
+    content, not position, so two runs whose suites differ by an excluded question (each run
+    leaves out the questions it trains on) pair item by item on the questions both asked."""
+    return f"{item['dataset']}/{_digest(item['question'])}"
+
+
 def evaluate(policy: Policy, config: ReasoningGymEval, *, seed: int = 0, samples: int = 3,
              exclude: frozenset[str] = frozenset()) -> tuple[dict[str, float], EvalBreakdown, list[dict[str, Any]]]:
     """(metrics, breakdown (mean score per dataset: rates group ``reasoning_gym``), a few samples).
     Greedy unless the policy's own config says otherwise; ``exclude``: questions the run trains on."""
+    return evaluate_items(policy, config, seed=seed, samples=samples, exclude=exclude)[:3]
+
+
+def evaluate_items(policy: Policy, config: ReasoningGymEval, *, seed: int = 0, samples: int = 3,
+                   exclude: frozenset[str] = frozenset()
+                   ) -> tuple[dict[str, float], EvalBreakdown, list[dict[str, Any]], dict[str, float]]:
+    """``evaluate``, and each item's score by ``item_key`` (``EvalReport.task_scores``)."""
     items = build_items(config.datasets, config.per_dataset, config.eval_seed, levels=config.levels,
                         exclude=exclude)
     per_cat: dict[str, list[float]] = {}
     per_ds: dict[str, list[float]] = {}
+    per_item: dict[str, float] = {}
     out_samples = []
     for it, (score, text) in zip(items, score_items(policy, items, max_new_tokens=config.max_new_tokens,
                                                     seed=seed), strict=True):
         per_cat.setdefault(it["category"], []).append(score)
         per_ds.setdefault(it["dataset"], []).append(score)
+        per_item[item_key(it)] = score
         if len(out_samples) < samples:
             out_samples.append({"prompt": it["question"][:500], "response": text[:500],
                                 "answer": it["answer"], "score": score})
     metrics = {f"reasoning_gym/{c}": sum(v) / len(v) for c, v in per_cat.items()}
     metrics["reasoning_gym/mean"] = sum(metrics.values()) / max(len(metrics), 1)  # one '/': shown per round
     breakdown = EvalBreakdown(rates={"reasoning_gym": {d: sum(v) / len(v) for d, v in per_ds.items()}})
-    return metrics, breakdown, out_samples
+    return metrics, breakdown, out_samples, per_item
 
 
-def training_questions(datasets: Sequence[str], per_dataset: int, train_seed: int = 10_000_000) -> frozenset[str]:
+def training_questions(datasets: Sequence[str], per_dataset: int, train_seed: int = 10_000_000, *,
+                       levels: dict[str, dict[str, Any]] | None = None) -> frozenset[str]:
     """The questions of the fixed reasoning-gym environment set (``training_environments``)."""
-    return frozenset(question for question, _ in _training_pairs(datasets, per_dataset, train_seed))
+    return frozenset(question for question, _ in _training_pairs(datasets, per_dataset, train_seed, levels=levels))
 
 
-def training_environments(datasets: Sequence[str], per_dataset: int,
-                          train_seed: int = 10_000_000) -> list[PoolEnvironment]:
+def training_environments(datasets: Sequence[str], per_dataset: int, train_seed: int = 10_000_000, *,
+                          levels: dict[str, dict[str, Any]] | None = None) -> list[PoolEnvironment]:
     """Reasoning-gym datasets as a fixed set of environment programs (``initial_pool: reasoning_gym``).
 
     Each dataset becomes one game program holding ``per_dataset`` (question, answer) pairs drawn
-    from ``train_seed`` (disjoint from the eval seeds); ``reset(seed)`` picks pair ``seed % n``, a
+    from ``train_seed`` (disjoint from the eval seeds) at the dataset's level in ``levels`` (its
+    reasoning-gym config values; reasoning-gym's defaults for a dataset not named); ``reset(seed)``
+    picks pair ``seed % n``, a
     turn answers in ``\\boxed{}``, an exact (whitespace- and case-normalised) match wins. The
     program runs in the sandbox, where reasoning-gym itself cannot be imported.
-    Each is a ``PoolEnvironment`` with id ``rg-<dataset>-<train_seed>``, the dataset as skill and
-    an empty hint (a fixed set has none).
+    Each is a ``PoolEnvironment`` with id ``rg-<dataset>-<train_seed>`` (``-<digest of the level>``
+    added for a named level), the dataset as skill and an empty hint (a fixed set has none).
     """
     envs = []
-    for name, pairs in zip(datasets, _training_pairs(datasets, per_dataset, train_seed, grouped=True), strict=True):
+    groups = _training_pairs(datasets, per_dataset, train_seed, grouped=True, levels=levels)
+    for name, pairs in zip(datasets, groups, strict=True):
         source = _FIXED_TEMPLATE.replace("__PAIRS_LITERAL__", repr(json.dumps(pairs))).replace("__NAME__", name)
-        envs.append(PoolEnvironment(hash=f"rg-{name}-{train_seed}", setting="games", skill=name, hint="",
+        level = (levels or {}).get(name)
+        suffix = f"-{_digest(json.dumps(level, sort_keys=True))}" if level else ""
+        envs.append(PoolEnvironment(hash=f"rg-{name}-{train_seed}{suffix}", setting="games", skill=name, hint="",
                                     program=source))
     return envs
 
 
-def _training_pairs(datasets: Sequence[str], per_dataset: int, train_seed: int, *, grouped: bool = False) -> Any:
+def _training_pairs(datasets: Sequence[str], per_dataset: int, train_seed: int, *, grouped: bool = False,
+                    levels: dict[str, dict[str, Any]] | None = None) -> Any:
     """(question, answer) pairs of the fixed training set: flat, or one list per dataset."""
     groups = []
     for k, name in enumerate(datasets):
-        data = create_dataset(name, per_dataset, train_seed + 1000 * k)
+        data = create_dataset(name, per_dataset, train_seed + 1000 * k, (levels or {}).get(name))
         groups.append([(data[i]["question"], str(data[i]["answer"])) for i in range(per_dataset)])
     return groups if grouped else [pair for group in groups for pair in group]
 
