@@ -82,11 +82,11 @@ import functools
 import math
 import time
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any, Literal
 
 from curriculum.config import RunConfig
 from curriculum.core.budget import PROMPT_TOKENS, WARMSTART_FILL, TrainingBudget, Work, generate_work
+from curriculum.core.cpu import NATIVE_BF16_FLAGS, cpu_flags
 from curriculum.registry import TRAINERS
 
 __all__ = ["PROMPT_TOKENS", "WARMSTART_FILL", "Work", "generate_work", "Budget", "Model", "Rates", "Estimate",
@@ -391,17 +391,6 @@ def measure_cpu_bandwidth(mib: int = 64, repeats: int = 20) -> float:
     return 2 * src.numel() * 4 / max(best, 1e-9)
 
 
-def cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> set[str]:
-    """The CPU feature flags the kernel reports (empty where there is no /proc/cpuinfo)."""
-    try:
-        for line in cpuinfo.read_text().splitlines():
-            if line.startswith("flags"):
-                return set(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    return set()
-
-
 @functools.cache
 def native_bf16() -> bool:
     """Whether this CPU multiplies bf16 natively (AVX512-BF16 or AMX, with oneDNN): the test of the
@@ -409,7 +398,7 @@ def native_bf16() -> bool:
     (the controller does not import the trainers)."""
     import torch
 
-    return bool({"avx512_bf16", "amx_bf16"} & cpu_flags()) and torch.backends.mkldnn.is_available()
+    return bool(NATIVE_BF16_FLAGS & cpu_flags()) and torch.backends.mkldnn.is_available()
 
 
 def cpu_lanes(config: RunConfig, native: bool | None = None) -> Lanes:

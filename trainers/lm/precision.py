@@ -15,23 +15,11 @@ each.
 from __future__ import annotations
 
 import functools
-from pathlib import Path
 from typing import Literal
 
+from curriculum.core.cpu import NATIVE_BF16_FLAGS, cpu_flags
+
 BF16Setting = bool | Literal["auto"]
-
-_NATIVE_CPU_FLAGS = frozenset({"avx512_bf16", "amx_bf16"})
-
-
-def cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> set[str]:
-    """The CPU feature flags the kernel reports (empty where there is no /proc/cpuinfo)."""
-    try:
-        for line in cpuinfo.read_text().splitlines():
-            if line.startswith("flags"):
-                return set(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    return set()
 
 
 @functools.cache
@@ -41,7 +29,7 @@ def native_bf16(device: str = "cpu") -> bool:
 
     if device == "cuda":
         return torch.cuda.is_available() and torch.cuda.is_bf16_supported()
-    return bool(_NATIVE_CPU_FLAGS & cpu_flags()) and torch.backends.mkldnn.is_available()
+    return bool(NATIVE_BF16_FLAGS & cpu_flags()) and torch.backends.mkldnn.is_available()
 
 
 def resolve_bf16(setting: BF16Setting, device: str) -> bool:
