@@ -41,6 +41,16 @@ LINE_STYLES = ("-", "--", ":", "-.")
 """Line style of each declared rate's per-group lines, in the layout's order."""
 
 
+def curve_metrics_of(trainer: str) -> tuple[str, ...]:
+    """The training metrics the trainer named ``trainer`` draws per round (``Trainer.curve_metrics``);
+    none for a name the registry does not know."""
+    from curriculum.registry import TRAINERS
+
+    if trainer not in TRAINERS.names():
+        return ()
+    return tuple(getattr(TRAINERS.get(trainer).load(), "curve_metrics", ()))
+
+
 def layout_of(testbed: str | None) -> ReportLayout:
     """The ``ReportLayout`` the testbed named ``testbed`` declares, its ``bucket_label`` filled
     in (from its ``BucketSpace``'s unit, else ``bucket``); the default layout for a name the
@@ -149,6 +159,8 @@ class RunSummary:
     example (``curriculum.answers.round_answers``; (0, 0) for an engineer that asks no model)."""
     layout: ReportLayout = field(default_factory=lambda: layout_of(None))
     """How its testbed's eval metrics read (``layout_of``)."""
+    train_curves: dict[str, list[float]] = field(default_factory=dict)
+    """The trainer's ``curve_metrics`` per completed round (NaN where a round lacks one)."""
 
     @property
     def complete(self) -> bool:
@@ -190,7 +202,9 @@ class RunSummary:
                    validation_scores=[r.eval.score for r in history],
                    zero_spread_share=[float(r.train_metrics.get("zero_spread_share", float("nan"))) for r in history],
                    answers=[round_answers(r.design.diagnostics if r.design else {}) for r in history],
-                   layout=layout_of(config.testbed.name))
+                   layout=layout_of(config.testbed.name),
+                   train_curves={name: [float(r.train_metrics.get(name, float("nan"))) for r in history]
+                                 for name in curve_metrics_of(config.trainer.name)})
 
 
 # --------------------------------------------------------------------------------------------
@@ -312,6 +326,8 @@ def plot_run_metrics(summary: RunSummary, path: Path) -> Path:
         left.plot(x[len(pre):], summary.validation_scores, marker="o", linewidth=1.5, color="grey",
                   label="score (validation)")
     _group_lines(left, x, metrics, summary.layout)
+    for name, values in summary.train_curves.items():  # the trainer's own per-round rates
+        left.plot(x[len(pre):], values, marker="s", linestyle="--", linewidth=1.5, label=name)
     if summary.baseline_score is not None:
         left.axhline(summary.baseline_score, color="grey", linestyle=":", label="untrained")
     left.set_xticks(x, labels)

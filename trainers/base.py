@@ -58,6 +58,10 @@ class Trainer(ABC, Generic[ConfigT]):
     common ones (``curriculum.console``), in this order: a metric's name (the selfplay trainer's
     ``"spade/heldout_win_rate"``), or a prefix ending in ``/`` for every metric under it; the rest
     stay in the round's ``train_metrics.json`` and the run dir's metrics stream."""
+    curve_metrics: ClassVar[tuple[str, ...]] = ()
+    """Its own training metrics that are rates in [0, 1] measured the same way every round (the
+    selfplay trainer's held-out win rate), drawn per round beside the eval score in the run's
+    ``plots/eval_metrics.png``."""
     chosen_by_default: ClassVar[bool] = True
     """Whether a run that names no trainer may get this one when its testbed's ``default_trainer``
     does not apply (the first registered such trainer that fits); ``False``: only when named."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 
 import pytest
 from rich.console import Console
@@ -92,3 +93,31 @@ def test_a_run_dir_from_before_two_suites_still_loads_labelled(run_dir, tmp_path
     show_run(old, round_index=None, console=console)
     assert "written before runs had a separate test suite" in " ".join(console.file.getvalue().split())
     assert report_run(old)
+
+
+def test_a_trainers_declared_curves_are_drawn_per_round(run_dir, monkeypatch):
+    import curriculum.report as report
+    from curriculum.registry import TRAINERS
+
+    history = RunDir.open(run_dir).history()
+    name = sorted(set.intersection(*(set(r.train_metrics) for r in history)))[0]  # in every round
+    assert RunSummary.load(run_dir).train_curves == {}  # the simulated trainer declares none
+    monkeypatch.setattr(TRAINERS.get("simulated").load(), "curve_metrics", (name, "not/reported"))
+    summary = RunSummary.load(run_dir)
+    assert summary.train_curves[name] == [float(r.train_metrics[name]) for r in history]
+    assert all(math.isnan(v) for v in summary.train_curves["not/reported"])
+    drawn = {}
+
+    def keep(fig, path):
+        drawn["labels"] = [line.get_label() for line in fig.axes[0].get_lines()]
+        return path
+
+    monkeypatch.setattr(report, "_save", keep)
+    report.plot_run_metrics(summary, run_dir / "unused.png")
+    assert name in drawn["labels"] and "not/reported" in drawn["labels"]
+
+
+def test_the_selfplay_trainer_draws_its_held_out_win_rate():
+    from curriculum.registry import TRAINERS
+
+    assert "spade/heldout_win_rate" in TRAINERS.get("selfplay").load().curve_metrics

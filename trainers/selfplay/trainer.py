@@ -250,6 +250,7 @@ class SelfPlayTrainer(GRPOTrainerAdapter):
 
     config_class = SelfPlayConfig
     trains_on = "pool"
+    curve_metrics = ("spade/heldout_win_rate",)
     summary_metrics = ("spade/heldout_win_rate", "spade/win_rate", "spade/regret_played", "spade/new_envs",
                        "spade/admission_rate", "spade/pool_size")
     """The player's skill on the held-out games and on the pool, the regret of what it played, the
