@@ -32,7 +32,7 @@ Modules:
 * ``metrics`` — ``MetricKey``, the typed name of a flat eval metric (``valid_rate/3agents/5x5``);
 * ``records`` — ``Design`` (with its typed ``Diagnostics``), ``DesignRecord``, ``RoundReport``
   (what engineers read);
-* ``buckets`` — helpers over a declared bucket space (``space_of``, ``groups_of``, scores and
+* ``buckets`` — functions over a declared bucket space (``space_of``, ``groups_of``, scores and
   training statistics per bucket, projecting and allocating shares);
 * ``bucket_stats`` — ``bucket_metrics``: the per-bucket training statistics a trainer reports;
 * ``pool`` — the one schema of an environment pool of programs: ``PoolEnvironment``,

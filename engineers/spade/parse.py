@@ -20,7 +20,7 @@ does not compile a ``syntax_error``, one that does not define its function a ``b
 detail names the part.
 
 Thinking blocks (``<think>...</think>``) are dropped first. Import lines of
-``testbeds.spade.synthetic`` are removed from the program (``ToolEnv`` and the game helpers are
+``testbeds.spade.synthetic`` are removed from the program (``ToolEnv`` and the game functions are
 provided by the sandbox prelude).
 """
 

@@ -5,7 +5,7 @@ runs the pool's programs.
   held-out eval (``heldout``) every N rounds and at the end;
 * ``sandbox/`` — isolated, killable execution of model-written environment programs
   (``SandboxPool``; ``sandbox/README.md``);
-* ``synthetic/`` — the ``ToolEnv`` base and game helpers every program runs on (the sandbox's
+* ``synthetic/`` — the ``ToolEnv`` base and game functions every program runs on (the sandbox's
   prelude), the ``GameEnv`` skeleton of structured designs, and the seed library
   (``synthetic/seeds/``);
 * ``heldout/`` — SPADE's held-out evals: reasoning-gym items, the tool suite, held-out

@@ -73,7 +73,7 @@ def test_tool_suite_eval(tool_pool):
 def test_reasoning_gym_items_fixed_and_scored():
     pytest.importorskip("reasoning_gym")
     from testbeds.spade.heldout.reasoning import ReasoningGymEval, build_items
-    from testbeds.spade.heldout.reasoning import evaluate as rg_evaluate
+    from testbeds.spade.heldout.reasoning import evaluate_items
 
     cfg = ReasoningGymEval(datasets={"maths": ["basic_arithmetic"], "algorithmic": ["spell_backward"]},
                            per_dataset=3)
@@ -86,9 +86,9 @@ def test_reasoning_gym_items_fixed_and_scored():
         def generate(self, tasks, **_):
             return [Completion(text=f"so \\boxed{{{answers[t.messages[0]['content']]}}}", num_tokens=3) for t in tasks]
 
-    metrics, breakdown, _ = rg_evaluate(Oracle(), cfg)
+    metrics, breakdown, _, _ = evaluate_items(Oracle(), cfg)
     assert metrics["reasoning_gym/maths"] == 1.0 and metrics["reasoning_gym/algorithmic"] == 1.0
-    metrics, _, _ = rg_evaluate(SilentPolicy(), cfg)
+    metrics, _, _, _ = evaluate_items(SilentPolicy(), cfg)
     assert metrics["reasoning_gym/mean"] == 0.0
 
 

@@ -192,17 +192,12 @@ def item_key(item: dict[str, Any]) -> str:
     return f"{item['dataset']}/{_digest(item['question'])}"
 
 
-def evaluate(policy: Policy, config: ReasoningGymEval, *, seed: int = 0, samples: int = 3,
-             exclude: frozenset[str] = frozenset()) -> tuple[dict[str, float], EvalBreakdown, list[dict[str, Any]]]:
-    """(metrics, breakdown (mean score per dataset: rates group ``reasoning_gym``), a few samples).
-    Greedy unless the policy's own config says otherwise; ``exclude``: questions the run trains on."""
-    return evaluate_items(policy, config, seed=seed, samples=samples, exclude=exclude)[:3]
-
-
 def evaluate_items(policy: Policy, config: ReasoningGymEval, *, seed: int = 0, samples: int = 3,
                    exclude: frozenset[str] = frozenset()
                    ) -> tuple[dict[str, float], EvalBreakdown, list[dict[str, Any]], dict[str, float]]:
-    """``evaluate``, and each item's score by ``item_key`` (``EvalReport.task_scores``)."""
+    """(metrics, breakdown (mean score per dataset: rates group ``reasoning_gym``), a few samples,
+    each item's score by ``item_key`` (``EvalReport.task_scores``)). Greedy unless the policy's own
+    config says otherwise; ``exclude``: questions the run trains on."""
     items = build_items(config.datasets, config.per_dataset, config.eval_seed, levels=config.levels,
                         exclude=exclude)
     per_cat: dict[str, list[float]] = {}

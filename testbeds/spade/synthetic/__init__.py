@@ -3,7 +3,7 @@
 * ``tool_env`` — ``ToolEnv``, the base class tool-use environments subclass: it parses JSON tool
   calls, dispatches them to ``tool_*`` methods over a backend state, exposes OpenAI-style tool
   schemas, and checks a final answer and the final state.
-* ``games`` — helpers for single-player text games (``extract_boxed``, ``normalize_answer``).
+* ``games`` — functions for single-player text games (``extract_boxed``, ``normalize_answer``).
 
 Both modules use only standard-library modules on the sandbox's import allowlist, because model
 code runs inside ``testbeds.spade.sandbox`` where this package cannot be imported. ``prelude_source()``
