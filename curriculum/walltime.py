@@ -86,7 +86,7 @@ from typing import Any, Literal
 
 from curriculum.config import RunConfig
 from curriculum.core.budget import PROMPT_TOKENS, WARMSTART_FILL, TrainingBudget, Work, generate_work
-from curriculum.core.cpu import NATIVE_BF16_FLAGS, cpu_flags
+from curriculum.core.cpu import native_cpu_bf16
 from curriculum.registry import TRAINERS
 
 __all__ = ["PROMPT_TOKENS", "WARMSTART_FILL", "Work", "generate_work", "Budget", "Model", "Rates", "Estimate",
@@ -396,9 +396,7 @@ def native_bf16() -> bool:
     """Whether this CPU multiplies bf16 natively (AVX512-BF16 or AMX, with oneDNN): the test of the
     trainers' ``native_bf16("cpu")``, which ``trainer.bf16: auto`` and ``vllm_dtype: auto`` take
     (the controller does not import the trainers)."""
-    import torch
-
-    return bool(NATIVE_BF16_FLAGS & cpu_flags()) and torch.backends.mkldnn.is_available()
+    return native_cpu_bf16()
 
 
 def cpu_lanes(config: RunConfig, native: bool | None = None) -> Lanes:

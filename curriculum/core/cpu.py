@@ -22,3 +22,12 @@ def cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> set[str]:
     except OSError:
         pass
     return set()
+
+
+def native_cpu_bf16(flags: set[str] | None = None) -> bool:
+    """Whether this CPU multiplies bf16 natively: one of ``NATIVE_BF16_FLAGS`` among ``flags``
+    (default: ``cpu_flags()``) and torch built with oneDNN, which uses those instructions."""
+    import torch
+
+    found = cpu_flags() if flags is None else flags
+    return bool(NATIVE_BF16_FLAGS & found) and torch.backends.mkldnn.is_available()

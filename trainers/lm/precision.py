@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 from typing import Literal
 
-from curriculum.core.cpu import NATIVE_BF16_FLAGS, cpu_flags
+from curriculum.core.cpu import cpu_flags, native_cpu_bf16
 
 BF16Setting = bool | Literal["auto"]
 
@@ -29,7 +29,7 @@ def native_bf16(device: str = "cpu") -> bool:
 
     if device == "cuda":
         return torch.cuda.is_available() and torch.cuda.is_bf16_supported()
-    return bool(NATIVE_BF16_FLAGS & cpu_flags()) and torch.backends.mkldnn.is_available()
+    return native_cpu_bf16(cpu_flags())
 
 
 def resolve_bf16(setting: BF16Setting, device: str) -> bool:
