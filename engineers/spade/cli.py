@@ -6,6 +6,8 @@
 * ``show_env(run_dir, hash)`` — one entry by full hash or unique prefix, with its program, hint
   and the designer's raw output; ``KeyError`` when absent.
 * ``envs_table(entries)`` and ``env_panel(entry)`` — rich renderables of the same, for the CLI.
+* ``curriculum spade novelty RUN ...`` — how new the admitted designs are, per round
+  (``engineers.spade.novelty``).
 * ``export_pool(run_dir, out, history)`` — ``curriculum spade export RUN --out DIR``: every
   admitted environment of the run as a reusable pool (format below); ``history``: the run's
   committed ``RoundReport``s (the command reads them through ``CommandHost.run_history``).
@@ -38,6 +40,8 @@ from typing import Any
 from curriculum.core.commands import CommandHost
 from curriculum.core.records import RoundReport
 from engineers.spade.memory import FILENAME, Memory, MemoryEntry
+from engineers.spade.novelty import THRESHOLD, novelty_table
+from engineers.spade.novelty import novelty as novelty_report
 
 EXPORT_FORMAT = "curriculum-spade-pool"
 EXPORT_VERSION = 1
@@ -198,7 +202,8 @@ def commands(host: CommandHost):
     """``curriculum spade`` (this engineer's registry entry declares it; ``curriculum.core.commands``)."""
     import typer
 
-    app = typer.Typer(help="SPADE runs: export the environments a designer made.", no_args_is_help=True)
+    app = typer.Typer(help="SPADE runs: export the environments a designer made, measure how new they are.",
+                      no_args_is_help=True)
 
     @app.command(epilog="Example: curriculum spade export runs/spade-run --out pools/spade-run")
     def export(run: Path = typer.Argument(..., help="SPADE run directory"),
@@ -212,6 +217,27 @@ def commands(host: CommandHost):
             raise typer.Exit(2) from None
         typer.echo(f"exported {manifest['environments']} environments to {out} "
                    f"(train on them: testbed.initial_pool=memory:{out})")
+
+    @app.command(epilog="Example: curriculum spade novelty runs/spade_cpu/runs/spade-seed* --out novelty.json")
+    def novelty(runs: list[Path] = typer.Argument(..., help="SPADE run directories (e.g. a comparison's seeds)"),
+                threshold: float = typer.Option(THRESHOLD, min=0.0, max=1.0,
+                                                help="Closest seed-library similarity below which a design "
+                                                     "counts as a new game"),
+                out: Path | None = typer.Option(None, "--out", help="Also write the report as JSON")) -> None:
+        """Per design round: the share of admitted designs that are new games (not edits of a
+        seed-library game) and the Vendi score / n of what was admitted."""
+        from rich.console import Console
+
+        try:
+            report = novelty_report(runs, threshold)
+        except (FileNotFoundError, ValueError) as err:
+            typer.echo(f"error: {err}", err=True)
+            raise typer.Exit(2) from None
+        Console().print(novelty_table(report))
+        if out is not None:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(json.dumps(report, indent=1) + "\n")
+            typer.echo(f"wrote {out}")
 
     return app
 
