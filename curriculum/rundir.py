@@ -86,6 +86,10 @@ RESUME_STATE = ("state.json", "checkpoint")
 history (what engineers read) needs."""
 
 
+LOCATION_KEYS = ("output_dir", "run_name")
+"""Config keys that say where a run directory lives, not what it computes (``extends_config``)."""
+
+
 class RunDirError(ConfigError):
     """A run directory that cannot be used as asked; the message says which file and why."""
 
@@ -362,7 +366,10 @@ class RunDir:
             saved = self.saved_config().model_dump(mode="json")
         except ConfigError:
             pass
-        diff = config_diff(saved, config.model_dump(mode="json"))
+        # Where the run lives is no part of what it computes: a run dir moved or copied to another
+        # --out (a comparison gathered from several machines) resumes and is reused there.
+        new = {k: v for k, v in config.model_dump(mode="json").items() if k not in LOCATION_KEYS}
+        diff = config_diff({k: v for k, v in saved.items() if k not in LOCATION_KEYS}, new)
         before = saved.get("rounds")
         if diff == [f"rounds: {before!r} -> {config.rounds!r}"]:
             if isinstance(before, int) and config.rounds > before:

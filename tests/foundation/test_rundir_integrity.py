@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from curriculum.cli import app
-from curriculum.config import load_config
+from curriculum.config import ConfigError, load_config
 from curriculum.loop import run
 from curriculum.manifest import check_round_dir
 from curriculum.rundir import RunDir
@@ -205,3 +205,16 @@ def test_damaged_state_of_an_older_round_is_reported_but_not_needed(finished):
     assert res.exit_code == 0 and finished.completed_rounds() == [0, 1, 2, 3]
     assert "round 0: state.json: does not match its checksum" in _text(res)
     assert "needed only to resume from that round; kept as is" in _text(res)
+
+
+def test_a_run_dir_moved_elsewhere_is_the_same_run(finished, tmp_path):
+    """Where a run lives is not what it computes: a copy under another --out (a comparison
+    gathered from several machines) is the same run, while any other key still differs."""
+    moved = tmp_path / "elsewhere" / finished.path.name
+    shutil.copytree(finished.path, moved)
+    there = RunDir.open(moved)
+    saved = there.saved_config()
+    assert there.extends_config(saved.model_copy(update={"output_dir": tmp_path / "elsewhere"})) is False
+    assert there.extends_config(saved.model_copy(update={"output_dir": tmp_path / "elsewhere", "rounds": 5}))
+    with pytest.raises(ConfigError, match="seed: 0 -> 3"):
+        there.extends_config(saved.model_copy(update={"output_dir": tmp_path / "elsewhere", "seed": 3}))
