@@ -217,7 +217,7 @@ TRAINER_OF = {"mapf_cpu_powered.yaml": "grpo", "mapf_cpu_demo_control.yaml": "gr
               "mapf_cpu_demo_powered.yaml": "grpo",
               "mapf_small_powered.yaml": "small", "mapf_small_checkpoint.yaml": "small",
               "mapf_small_ranking.yaml": "small", "mapf_small_hard_target.yaml": "small",
-              "mapf_small_hard_target_dynamic.yaml": "small", "mapf_cpu_learns.yaml": "grpo",
+              "mapf_small_hard_target_holes.yaml": "small", "mapf_small_hard_target_holes_dynamic.yaml": "small", "mapf_cpu_learns.yaml": "grpo",
               "spade_cpu.yaml": "selfplay"}
 
 
