@@ -86,7 +86,7 @@ from typing import Any, Literal
 
 from curriculum.config import RunConfig
 from curriculum.core.budget import PROMPT_TOKENS, WARMSTART_FILL, TrainingBudget, Work, generate_work
-from curriculum.core.cpu import native_cpu_bf16
+from curriculum.core.cpu import bf16_setting, cpu_vllm_dtype, native_cpu_bf16
 from curriculum.registry import TRAINERS
 
 __all__ = ["PROMPT_TOKENS", "WARMSTART_FILL", "Work", "generate_work", "Budget", "Model", "Rates", "Estimate",
@@ -404,10 +404,8 @@ def cpu_lanes(config: RunConfig, native: bool | None = None) -> Lanes:
     ``native``: whether the CPU multiplies bf16 natively (default: this one)."""
     native = native_bf16() if native is None else native
     trainer, generation = config.trainer, config.generation
-    setting = getattr(trainer, "bf16", False)
-    train: Precision = "bf16" if (native if setting == "auto" else bool(setting)) else "fp32"
-    dtype = generation.vllm_dtype
-    engine_precision: Precision = "bf16" if (native if dtype == "auto" else dtype != "float32") else "fp32"
+    train: Precision = "bf16" if bf16_setting(getattr(trainer, "bf16", False), native) else "fp32"
+    engine_precision: Precision = "fp32" if cpu_vllm_dtype(generation.vllm_dtype, native) == "float32" else "bf16"
     eval_lane = Lane("vllm", engine_precision) if generation.backend == "vllm" else Lane("transformers", train)
     colocated = getattr(trainer, "use_vllm", False) is True
     sampled = float(getattr(trainer, "temperature", 0.0) or 0.0) > 0

@@ -107,3 +107,24 @@ def test_importance_sampling_auto_is_off_only_where_sampler_and_trainer_compute_
         assert args["vllm_importance_sampling_correction"] == (mode != "off")
     finally:
         trainer.close()
+
+
+@pytest.mark.parametrize("native", [False, True])
+@pytest.mark.parametrize("sets", [[], ["trainer.bf16=true"], ["trainer.bf16=false"],
+                                  ["generation.vllm_dtype=bfloat16"], ["generation.vllm_dtype=float32"]])
+def test_the_estimate_counts_the_precision_the_trainers_run(monkeypatch, native, sets):
+    """The wall-time estimate (controller) and the trainers decide bf16 and vLLM's dtype by the
+    kernel's one rule each, so an estimate never times a precision the run does not use."""
+    from curriculum.config import load_config
+    from curriculum.walltime import cpu_lanes
+    from trainers.lm import generation
+
+    cfg = load_config(None, ["trainer.name=grpo", "testbed.name=mapf_frozenlake", "generation.backend=vllm",
+                             "trainer.use_vllm=true", *sets])
+    monkeypatch.setattr(generation, "vllm_build", lambda: "cpu")
+    monkeypatch.setattr(precision, "native_bf16", lambda device="cpu": native)
+    lanes = cpu_lanes(cfg, native)
+    assert (lanes.train == "bf16") is precision.resolve_bf16(cfg.trainer.bf16, "cpu")
+    engine = generation.engine_options(cfg.generation)["dtype"]
+    assert (lanes.eval.precision == "bf16") is (engine != "float32")
+    assert lanes.rollout.precision == lanes.eval.precision

@@ -220,9 +220,10 @@ def engine_options(config: GenerationConfig) -> dict[str, Any]:
     cpu = vllm_build() == "cpu"
     dtype = config.vllm_dtype
     if dtype == "auto" and cpu:
+        from curriculum.core.cpu import cpu_vllm_dtype
         from trainers.lm.precision import native_bf16
 
-        dtype = "bfloat16" if native_bf16("cpu") else "float32"
+        dtype = cpu_vllm_dtype(dtype, native_bf16("cpu"))
     eager = cpu if config.vllm_enforce_eager == "auto" else config.vllm_enforce_eager
     return {"dtype": dtype, "enforce_eager": eager}
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 from typing import Literal
 
-from curriculum.core.cpu import cpu_flags, native_cpu_bf16
+from curriculum.core.cpu import bf16_setting, cpu_flags, native_cpu_bf16
 
 BF16Setting = bool | Literal["auto"]
 
@@ -34,4 +34,4 @@ def native_bf16(device: str = "cpu") -> bool:
 
 def resolve_bf16(setting: BF16Setting, device: str) -> bool:
     """``trainer.bf16`` as a decision: ``auto`` is ``native_bf16(device)``."""
-    return native_bf16(device) if setting == "auto" else bool(setting)
+    return bf16_setting(setting, setting == "auto" and native_bf16(device))  # probes only for auto
