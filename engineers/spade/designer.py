@@ -100,6 +100,10 @@ class DesignCandidate:
         return "\n\n".join(f"[{m['role']}]\n{m['content']}" for m in self.messages)
 
 
+ROUNDS_LOG = "spade_rounds.jsonl"
+"""Per-round ``RoundSummary`` lines in the run directory (the engineer appends one per design round)."""
+
+
 class RoundSummary(BaseModel):
     """What one design round produced."""
 

@@ -49,7 +49,8 @@ from curriculum.core.types import Policy
 from engineers.base import DesignContext, Engineer
 from engineers.spade.config import DEFAULT_CAPACITY, FrozenPoolConfig, MemoryConfig, SpadeEngineerConfig
 from engineers.spade.corpus import Corpus, build_corpus
-from engineers.spade.designer import Designer, DesignCandidate, RoundSummary, design_samples, pool_from_memory
+from engineers.spade.designer import (ROUNDS_LOG, Designer, DesignCandidate, RoundSummary, design_samples,
+                                      pool_from_memory)
 from engineers.spade.memory import Memory
 from testbeds.spade.heldout.games import heldout_names
 from testbeds.spade.sandbox import SandboxPool
@@ -58,9 +59,6 @@ from testbeds.spade.synthetic import prelude_source
 
 DEFAULT_MAX_NEW_TOKENS = 2048
 """Design budget when neither the config nor the policy's generation config sets one."""
-
-ROUNDS_LOG = "spade_rounds.jsonl"
-"""Per-round summaries in the run directory."""
 
 
 class FrozenPoolTooSmall(ConfigError):

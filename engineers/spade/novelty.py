@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from statistics import fmean
 
-from engineers.spade.engineer import ROUNDS_LOG
+from engineers.spade.designer import ROUNDS_LOG
 
 THRESHOLD = 0.8
 """Closest-seed similarity below which an admitted design counts as a new game."""
