@@ -9,6 +9,10 @@ Times, with ``configs/mapf_small.yaml`` (warm start from the cache; it is built 
    cached warm start, ``rounds`` rounds of sample, train and eval), and what a compare of E
    engineers x S seeds costs at ``--jobs`` parallel runs from it.
 
+``--rates``: instead, the rates ``trainers/small/cost.py`` prices the learner with, per map size and
+agent count (4x4 with 2 agents to 10x10 with 4): a greedy decode step of a call of 8 and of 64 rows,
+and a training pass (with and without gradients) per row-token of 64 sampled plans.
+
 ``--real-step-seconds X``: the 135M GRPO step measured on this machine
 (``benchmarks/grpo_step.py --config configs/mapf_compare_cpu.yaml``); the ratios are printed.
 Numbers are printed, not asserted; take them on a quiet machine (``uptime``).
@@ -45,6 +49,66 @@ def step_seconds(trainer, tasks, steps: int, prompts: int, generations: int) -> 
         trainer.config = cfg
 
 
+def best_of(fn, n: int = 3) -> tuple[float, object]:
+    times, result = [], None
+    for _ in range(n):
+        start = time.perf_counter()
+        result = fn()
+        times.append(time.perf_counter() - start)
+    return min(times), result
+
+
+def rates() -> None:
+    """The per-step and per-token rates of ``trainers/small/cost.py`` on this machine."""
+    import torch
+
+    from curriculum.config import load_config
+    from curriculum.registry import TESTBEDS, TRAINERS
+    from small_sensitivity import proposal
+    from trainers.small import codec
+    from trainers.small.model import decode, pad_left, sequence_logprobs
+    from trainers.small.trainer import call_generator, instance_of, max_path
+
+    torch.set_num_threads(1)
+    learns = Path(__file__).resolve().parents[1] / "configs" / "mapf_small_learns.yaml"
+    print(f"{'map, agents':<14}{'decode step, 8 rows':>20}{'64 rows':>10}{'fwd+bwd / row-token':>22}{'fwd':>9}{'T':>5}")
+    for size, agents in (("4x4", 2), ("6x6", 3), ("8x8", 4), ("10x10", 4)):
+        config = load_config(learns, ["output_dir=/tmp", f"testbed.train_agents={agents}",
+                                      f"testbed.eval_agents=[{agents}]"])
+        testbed = TESTBEDS.get("mapf_frozenlake").load()(config.testbed, seed=0)
+        trainer = TRAINERS.get("small").load()(config, testbed)
+        trainer.setup(None)
+        trainer.prepare()
+        model = trainer.model
+        insts = [instance_of(t) for t in testbed.sample(proposal([size]), 64, 11)]
+        cap = [max_path(trainer.config, insts[0])]
+        per_step = {}
+        for rows in (8, 64):
+            seconds, plans = best_of(lambda: decode(model, insts[:rows], cap * rows, temperature=0.0,
+                                                    generator=call_generator(1)))
+            per_step[rows] = seconds / max(len(d.plan.tok) for d in plans)
+        plans = decode(model, insts, cap * 64, temperature=1.0, generator=call_generator(2))
+        prompts = [codec.encode_prompt(x) for x in insts]
+        batch = pad_left([p + d.plan for p, d in zip(prompts, plans)],
+                         [[False] * len(p) + d.written for p, d in zip(prompts, plans)])
+        tokens = 64 * batch.tok.shape[1]
+
+        def forward_backward():
+            model.train()
+            sequence_logprobs(model, batch).sum().backward()
+            model.zero_grad(set_to_none=True)
+
+        def forward():
+            model.eval()
+            with torch.no_grad():
+                sequence_logprobs(model, batch)
+
+        fb, _ = best_of(forward_backward)
+        fw, _ = best_of(forward)
+        print(f"{size + ', ' + str(agents):<14}{1e3 * per_step[8]:>17.2f} ms{1e3 * per_step[64]:>7.2f} ms"
+              f"{1e6 * fb / tokens:>19.1f} µs{1e6 * fw / tokens:>6.1f} µs{batch.tok.shape[1]:>5}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=10)
@@ -52,7 +116,11 @@ def main() -> None:
     parser.add_argument("--engineers", type=int, default=7)
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--rates", action="store_true", help="print the rates of trainers/small/cost.py only")
     args = parser.parse_args()
+    if args.rates:
+        rates()
+        return
 
     import torch
 

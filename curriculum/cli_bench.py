@@ -60,6 +60,10 @@ def register(app: typer.Typer, console: Console, fail: Callable[[str], None]) ->
             "--reanalyse", help="With --report: recompute every statistic from the comparison's stored "
                                 "per-run outcomes and rewrite its compare.json and table.txt (no run is "
                                 "repeated).")] = False,
+        finished: Annotated[bool, typer.Option(
+            "--finished", help="Run nothing: write compare.json, the tables and plots from the runs "
+                               "under --out that have finished (a comparison cut short; the rest are "
+                               "reported as unfinished).")] = False,
         verbose: Annotated[bool, typer.Option(
             "--verbose", help="Print the engines' logs and warnings as they come (by default each run "
                               "keeps them in its run dir's engine.log).")] = False,
@@ -106,15 +110,17 @@ def register(app: typer.Typer, console: Console, fail: Callable[[str], None]) ->
             return
         if pilot:
             fail("--pilot sizes the MDE of --dry-run only")
+        if finished and not (out / "runs").is_dir():
+            fail(f"--finished reports the runs under --out, and {out / 'runs'} does not exist")
 
         def progress(outcome) -> None:
             extra = f" in {outcome.seconds:.1f}s" if outcome.seconds else ""
-            color = "red" if outcome.status == "failed" else "green"
+            color = {"failed": "red", "unfinished": "yellow"}.get(outcome.status, "green")
             console.print(f"[{color}]{outcome.status}[/] {outcome.engineer} seed {outcome.seed}{extra}",
                           highlight=False)
 
         try:
-            result = run_compare(spec, progress=progress, verbose=verbose,
+            result = run_compare(spec, progress=progress, verbose=verbose, finished_only=finished,
                                  warn=lambda m: console.print(f"[yellow]under-powered[/]: {escape(m)}",
                                                               highlight=False, soft_wrap=True))
         except (ConfigError, UnknownName) as err:

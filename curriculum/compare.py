@@ -154,7 +154,8 @@ class RunOutcome:
     seed: int
     path: Path
     status: str
-    """``reused`` (already complete), ``resumed``, ``new`` or ``failed``."""
+    """``reused`` (already complete), ``resumed``, ``new``, ``failed`` or ``unfinished`` (not run to
+    its end, reported as it stands: ``compare(..., finished_only=True)``)."""
     seconds: float = 0.0
     error: str | None = None
 
@@ -893,6 +894,17 @@ def execute(configs: dict[tuple[str, int], RunConfig], jobs: int = 1,
     return [outcomes[key] for key in configs]
 
 
+def finished_outcomes(configs: dict[tuple[str, int], RunConfig], progress: Any = None) -> list[RunOutcome]:
+    """Every run of ``configs`` as it stands, running nothing: ``reused`` where it has finished,
+    ``unfinished`` where it has not (or has not started)."""
+    outcomes = []
+    for key, config in configs.items():
+        status = run_status(config)
+        outcomes.append(RunOutcome(key[0], key[1], run_path(config), "reused" if status == "done" else "unfinished"))
+        _notify(progress, outcomes[-1])
+    return outcomes
+
+
 class _Passes:
     """``execute``'s two passes over the runs to do. First the stems and every run that needs
     none, by seed; then the stems' members, which resume after the stem's round 0 (reported as
@@ -1357,11 +1369,13 @@ def load_compare_data(path: str | Path) -> dict[str, Any]:
 
 
 def compare(spec: CompareSpec, progress: Any = None, warn: Callable[[str], None] | None = None,
-            verbose: bool = False) -> CompareResult:
+            verbose: bool = False, finished_only: bool = False) -> CompareResult:
     """Run (or reuse) every run of ``spec`` and write ``compare.json``, the table and the plots.
     The design's power shortfalls (``power_problems``) go to ``warn`` before anything runs, or
     stop the comparison when its thresholds say ``refuse``. Each run's engine logs go to its
-    ``engine.log``; ``verbose`` shows them on the terminal too."""
+    ``engine.log``; ``verbose`` shows them on the terminal too. ``finished_only``: run nothing and
+    report the runs under ``spec.out`` that have finished (a comparison cut short, its statistics
+    over the seeds every arm of a pair finished); the others are ``unfinished`` rows."""
     start = time.perf_counter()
     configs = run_configs(spec)
     shared = round0_problems(spec, configs)
@@ -1374,8 +1388,9 @@ def compare(spec: CompareSpec, progress: Any = None, warn: Callable[[str], None]
     out = Path(spec.out)
     out.mkdir(parents=True, exist_ok=True)
     share = spec.share_round0 and (spec.design is None or spec.design.round0 == "shared")
-    outcomes = execute(configs, jobs=spec.jobs, progress=progress,
-                       stems_dir=out / "shared_round0" if share else None, verbose=verbose)
+    outcomes = (finished_outcomes(configs, progress) if finished_only else
+                execute(configs, jobs=spec.jobs, progress=progress,
+                        stems_dir=out / "shared_round0" if share else None, verbose=verbose))
     summaries = {}
     for o in outcomes:
         path = o.path

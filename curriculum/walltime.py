@@ -85,7 +85,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from curriculum.config import RunConfig
-from curriculum.core.budget import PROMPT_TOKENS, WARMSTART_FILL, TrainingBudget, Work, generate_work
+from curriculum.core.budget import PROMPT_TOKENS, WARMSTART_FILL, OwnSeconds, TrainingBudget, Work, generate_work
 from curriculum.core.cpu import bf16_setting, cpu_vllm_dtype, native_cpu_bf16
 from curriculum.registry import TRAINERS
 
@@ -217,6 +217,8 @@ class Budget:
     """1: again after the warm start."""
     test_every_round: bool = False
     """The test suite after every round; otherwise after the last one only."""
+    own: OwnSeconds | None = None
+    """Seconds the trainer states itself instead of token counts (``TrainingBudget.own_seconds``)."""
 
     @property
     def test(self) -> Work:
@@ -434,9 +436,13 @@ def round_budget(config: RunConfig, eval_prompts: int, eval_tokens: int,
     calls, prompt, new = design
     designing = Work(generated=round(share * calls * new), decode_steps=round(share * calls * new),
                      prefilled=round(share * calls * prompt))  # one row per call
+    before = int(config.eval_before_training)  # each on both suites
+    if trainer.own_seconds is not None:  # a trainer that prices itself (the small learner)
+        return Budget(eval=evaluation, test_suite=testing, design=designing, baseline_evals=before,
+                      prepared_evals=before * (trainer.evals_before_training - 1),
+                      test_every_round=config.test_every_round, own=trainer.own_seconds)
     if not trainer.trains_model:  # a trainer without a model (the simulated learner)
         return Budget(eval=evaluation, design=designing)
-    before = int(config.eval_before_training)  # each on both suites
     return Budget(train=trainer.round, eval=evaluation, test_suite=testing, design=designing,
                   warmstart=trainer.warmstart, baseline_evals=before,
                   prepared_evals=before * (trainer.evals_before_training - 1),
@@ -511,6 +517,8 @@ def estimate(config: RunConfig, budget: Budget, model: Model | None, rates: Rate
     ``None``: no model trained, or its size unknown (a fixed time per round). ``rates``: one for
     every engine, or per engine (a vLLM engine decodes at its own utilisation and overhead);
     ``central``: the central estimate (``central_budget``) beside the upper bound."""
+    if budget.own is not None:
+        return _own_estimate(config, budget, budget.own)
     if model is None:
         phases = {**dict.fromkeys(PHASES, 0.0), "overhead": SIMULATED_ROUND_S * config.rounds}
         return Estimate(SIMULATED_ROUND_S, SIMULATED_ROUND_S * config.rounds, 0.0, Budget(train=budget.round),
@@ -527,6 +535,26 @@ def estimate(config: RunConfig, budget: Budget, model: Model | None, rates: Rate
     calibrated = central and not math.isclose(sum(phases.values()), sum(upper.values()))
     return Estimate(per_round, sum(phases.values()), warm, budget, _note(config, base, lanes, gpu, calibrated),
                     phases, sum(upper.values()) if central else None)
+
+
+def _own_estimate(config: RunConfig, budget: Budget, own: OwnSeconds) -> Estimate:
+    """The estimate of a trainer that states its own seconds (``OwnSeconds``): its parts in the
+    run's order. The engineer's model calls are not priced (no model of the trainer's to price
+    them with)."""
+    rounds = config.rounds
+    test = own.test_eval if budget.test_every_round else 0.0
+    phases = {"setup": own.setup,
+              "baseline_eval": budget.baseline_evals * own.eval,
+              "baseline_test_eval": budget.baseline_evals * own.test_eval,
+              "warmstart_eval": budget.prepared_evals * own.eval,
+              "warmstart_test_eval": budget.prepared_evals * own.test_eval,
+              "train": rounds * own.round, "eval": rounds * own.eval, "test_eval": rounds * test,
+              "design": 0.0, "overhead": rounds * own.overhead,
+              "final_test": 0.0 if budget.test_every_round else own.test_eval}
+    per_round = sum(phases[k] for k in ROUND_PHASES) / max(rounds, 1)
+    note = ("the trainer's own measured rates (its steps are overhead-bound, not priced by FLOPs); "
+            "an engineer's model calls not counted")
+    return Estimate(per_round, sum(phases.values()), own.warmstart, budget, note, phases)
 
 
 def _phases(config: RunConfig, budget: Budget, shipped: Budget, model: Model, rates: dict[Engine, Rates],

@@ -52,6 +52,26 @@ def generate_work(rows: int, tokens: int, batch: int, prompt_tokens: int = PROMP
 
 
 @dataclass(frozen=True)
+class OwnSeconds:
+    """Seconds a trainer states itself where token counts do not price it: a model so small that
+    its steps are bound by per-call and per-row overhead rather than by FLOPs or weight bytes (the
+    small learner, ``trainers/small/cost.py``), priced by rates it measured."""
+
+    round: float
+    """One round's rollouts, scoring and updates."""
+    eval: float
+    """One eval of the validation suite."""
+    test_eval: float = 0.0
+    """One eval of the test suite (0 where the testbed has none)."""
+    warmstart: float = 0.0
+    """The supervised warm start (skipped when cached)."""
+    overhead: float = 0.0
+    """Per round besides the trainer's work: drawing and solving the round's tasks, committing."""
+    setup: float = 0.0
+    """Once per run: importing, building the plugins and the model."""
+
+
+@dataclass(frozen=True)
 class TrainingBudget:
     """What a trainer's round costs, from the config alone (``Trainer.training_budget``).
 
@@ -72,3 +92,6 @@ class TrainingBudget:
     """Optimizer steps one round takes when the trainer fixes them whatever its prompt settings
     (self-play: one update per rollout step); ``None``: counted from its prompt batches, if any
     (``curriculum.compare.steps_per_run``)."""
+    own_seconds: OwnSeconds | None = None
+    """Seconds the trainer states itself (``OwnSeconds``) instead of token counts; ``trains_model``
+    stays ``False`` (no model for the token model to price)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -115,6 +116,32 @@ def test_killed_compare_reruns_only_missing_runs(tmp_path):
     assert (first / "round_002" / "eval.json").stat().st_mtime_ns == stamp
     clean = compare(_spec(tmp_path / "clean", ["random"], seeds=3))
     assert _scores(result.data) == _scores(clean.data)
+
+
+def test_a_comparison_cut_short_reports_its_finished_runs_and_runs_nothing(tmp_path):
+    full = compare(_spec(tmp_path, ["random", "fixed"], seeds=2))
+    # a run without its weights still counts as finished (a copy kept without checkpoints)
+    for checkpoint in (tmp_path / "runs").glob("*/rounds/*/checkpoint"):
+        shutil.rmtree(checkpoint)
+    shutil.rmtree(tmp_path / "runs" / "fixed-seed1" / "rounds" / "round_002")  # cut in its last round
+    shutil.rmtree(tmp_path / "runs" / "random-seed1")                          # never started
+    cut = compare(_spec(tmp_path, ["random", "fixed"], seeds=2), finished_only=True)
+    status = {(o.engineer, o.seed): o.status for o in cut.outcomes}
+    assert status == {("random", 0): "reused", ("fixed", 0): "reused",
+                      ("random", 1): "unfinished", ("fixed", 1): "unfinished"}
+    assert not (tmp_path / "runs" / "random-seed1").exists(), "--finished must run nothing"
+    assert not (tmp_path / "runs" / "fixed-seed1" / "rounds" / "round_002").exists()
+    rows = {(r["engineer"], r["seed"]): r for r in json.loads((tmp_path / "compare.json").read_text())["runs"]}
+    assert rows[("random", 0)]["scores"] == _scores(full.data)[("random", 0)]
+    assert rows[("fixed", 1)]["status"] == "unfinished" and not rows[("fixed", 1)]["complete"]
+    assert rows[("random", 1)]["status"] == "unfinished" and "scores" not in rows[("random", 1)]
+    assert [p["n"] for p in cut.data["pairwise"]] == [1]  # only seed 0 has both arms
+
+
+def test_cli_compare_finished_without_runs_is_a_clear_error(tmp_path):
+    result = CliRunner().invoke(app, ["compare", "--engineers", "fixed", "--trainer", "simulated",
+                                      "--out", str(tmp_path / "none"), "--finished"])
+    assert result.exit_code != 0 and "--finished" in result.output and "does not exist" in result.output
 
 
 def test_config_mismatch_and_unknown_engineer_are_errors(tmp_path):

@@ -320,3 +320,47 @@ def test_the_cpu_estimate_runs_on_the_threads_the_run_will_have(monkeypatch):
     assert plan.wall_time(_config(), *args, threads=1, lanes=lanes).total_seconds == pytest.approx(one.total_seconds)
     if torch.get_num_threads() > 1:
         assert plan.wall_time(_config(), *args, lanes=lanes).total_seconds < one.total_seconds
+
+
+SMALL = ROOT / "configs/mapf_small_learns.yaml"
+
+
+def _small(*sets: str):
+    from curriculum.plan import _budget
+
+    config = _config(*sets, path=SMALL)
+    budget = _budget(config, cpu_lanes(config))
+    return config, budget, estimate(config, budget, None, STEPS_ONLY, gpu=False)
+
+
+def test_the_small_learner_is_priced_by_its_own_rates_not_the_fixed_round_time():
+    config, budget, e = _small("rounds=4", "eval_before_training=true")
+    own = budget.own
+    assert own is not None and own.round > 0 and own.eval > 0 and own.test_eval > 0 and own.warmstart > 0
+    assert e.phases["train"] == pytest.approx(4 * own.round)
+    assert e.phases["eval"] == pytest.approx(4 * own.eval)
+    assert e.phases["baseline_eval"] == pytest.approx(own.eval)  # once before round 0
+    if budget.test_every_round:
+        assert e.phases["test_eval"] == pytest.approx(4 * own.test_eval) and e.phases["final_test"] == 0
+    else:
+        assert e.phases["final_test"] == pytest.approx(own.test_eval) and e.phases["test_eval"] == 0
+    assert e.total_seconds == pytest.approx(sum(e.phases.values()))
+    assert e.warmstart_seconds == pytest.approx(own.warmstart)
+
+
+def test_the_small_learners_round_grows_with_its_steps_maps_and_sampling():
+    base = _small("trainer.max_steps_per_round=8", "trainer.dynamic_sampling=false")[1].own.round
+    assert _small("trainer.max_steps_per_round=16", "trainer.dynamic_sampling=false")[1].own.round \
+        == pytest.approx(2 * base)
+    # dynamic sampling may sample max_sampling_batches batches a step: its decode is counted that often
+    assert _small("trainer.max_steps_per_round=8", "trainer.dynamic_sampling=true",
+                  "trainer.max_sampling_batches=4")[1].own.round > 1.5 * base
+    def only(size: str) -> str:
+        sizes = ", ".join(f"{s}: {{data_ratio: {1.0 if s == size else 0.0}, hole_ratio: 0.0, wait_ratio: 0.0}}"
+                          for s in ("3x3", "4x4", "5x5", "6x6", "7x7", "8x8", "9x9", "10x10"))
+        return f"testbed.initial_proposal={{sizes: {{{sizes}}}}}"
+
+    big = (only("10x10"), "testbed.train_agents=4")
+    small = (only("4x4"), "testbed.train_agents=2")
+    assert _small("trainer.max_steps_per_round=8", *big)[1].own.round \
+        > 4 * _small("trainer.max_steps_per_round=8", *small)[1].own.round

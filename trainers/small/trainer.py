@@ -44,6 +44,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from curriculum.core.bucket_stats import bucket_metrics
+from curriculum.core.budget import OwnSeconds, TrainingBudget
 from curriculum.core.config import PluginConfig
 from curriculum.core.paths import cache_dir
 from curriculum.core.run import RunSettings
@@ -361,6 +362,24 @@ class SmallTrainer(Trainer[SmallConfig]):
             line += (f" to {plans * cfg.max_sampling_batches} (dynamic sampling: up to "
                      f"{cfg.max_sampling_batches} batches a step until {cfg.prompts_per_step} groups have reward spread)")
         return [line, f"  warm start: {cfg.warmstart.steps} supervised steps (cached)"]
+
+    @classmethod
+    def training_budget(cls, run_config: RunSettings) -> TrainingBudget:
+        """Its own seconds (``trainers/small/cost.py``): a model this small is priced by measured
+        per-step and per-row rates, not by the FLOPs of ``curriculum.walltime``'s token model."""
+        from trainers.small import cost
+
+        cfg: SmallConfig = run_config.trainer  # type: ignore[assignment]  # its own section
+        testbed = run_config.testbed
+        steps = cfg.max_steps_per_round or max(
+            1, math.ceil(run_config.tasks_per_round * cfg.epochs_per_round / cfg.prompts_per_step))
+        has_test = hasattr(testbed, "instances_per_size")
+        return TrainingBudget(own_seconds=OwnSeconds(
+            round=steps * cost.step_seconds(cfg, testbed),
+            eval=cost.eval_seconds(cfg, testbed, "validation"),
+            test_eval=cost.eval_seconds(cfg, testbed, "test") if has_test else 0.0,
+            warmstart=cost.warmstart_seconds(cfg, testbed) if cfg.warmstart.steps else 0.0,
+            overhead=cost.ROUND_OVERHEAD_S, setup=cost.SETUP_S))
 
     def prepare_steps(self) -> int:
         return self.config.warmstart.steps
