@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from curriculum.config import load_config
-from curriculum.walltime import (DECODE_FILL, GRPO_KEPT_ROWS, GRPO_LONGEST_COMPLETION, PROMPT_SHARES, PROMPT_TOKENS,
+from curriculum.walltime import (DECODE_FILL, EVAL_FILLS, SELFPLAY_TRAIN_SHARE, GRPO_KEPT_ROWS, GRPO_LONGEST_COMPLETION, PROMPT_SHARES, PROMPT_TOKENS,
                                  ROUND_OVERHEAD_S, WARMSTART_FILL, Budget, Lane, Lanes, Model, Rates, Work,
                                  central_budget, cpu_lanes, estimate, generate_work, measure_cpu_bandwidth,
                                  measure_cpu_flops, round_budget, train_flops_per_token)
@@ -260,10 +260,26 @@ def test_grpo_training_counts_its_padded_and_kept_rows():
     rescored = Lanes(rollout=Lane("vllm", "bf16", True), train="bf16", rescored=True)
     extra = central_budget(skip, budget, rescored).train.prefilled - central_budget(skip, budget, Lanes()).train.prefilled
     assert extra == round(budget.train.trained * padded)  # every padded row scored again, 2N a token
+
+
+
+def test_self_play_and_its_short_answers_take_their_measured_shares():
     spade = _config(path=SPADE_DEMO)
-    spade_budget = round_budget(spade, 16, 48)
-    central = central_budget(spade, spade_budget, Lanes())
-    assert central.train == spade_budget.train and central.eval == spade_budget.eval  # uncalibrated: upper bounds
+    counted = round_budget(spade, 16, 48)
+    central = central_budget(spade, counted, Lanes())
+    share = SELFPLAY_TRAIN_SHARE
+    assert central.train == Work(round(share * counted.train.generated), round(share * counted.train.decode_steps),
+                                 round(share * counted.train.prefilled), round(share * counted.train.trained))
+    fill, prompt = EVAL_FILLS["spade_pool"], PROMPT_SHARES["spade_pool"]
+    assert central.eval == Work(round(counted.eval.generated * fill), round(counted.eval.decode_steps * fill),
+                                round(counted.eval.prefilled * prompt))
+    # the model as shipped is counted at its limits, its prompts at their measured length
+    shipped = central_budget(spade, counted, Lanes(), as_shipped=True)
+    assert shipped.eval == replace(counted.eval, prefilled=round(counted.eval.prefilled * prompt))
+    # a testbed without a measured fill keeps its counted decode steps
+    mapf = _config()
+    mapf_counted = round_budget(mapf, 36, 128)
+    assert central_budget(mapf, mapf_counted, Lanes()).eval.decode_steps == mapf_counted.eval.decode_steps
 
 
 def test_the_central_estimate_lies_below_the_upper_bound():
