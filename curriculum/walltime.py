@@ -154,20 +154,20 @@ validation, test and training suites (TRL's ``num_tokens`` of its GRPO steps les
 completions: 173-184 a row): 195 / 400 = 0.49. Larger maps have longer prompts. SPADE's CPU preset
 (``spade_pool``): its held-out reasoning-gym questions with the instruction and the chat template
 are 67 tokens on average, 68 padded per eval call of 8: 0.17."""
-EVAL_FILLS: dict[str, float] = {"spade_pool": 0.25}
+EVAL_FILLS: dict[str, float] = {"spade_pool": 0.15}
 """Share of a transformers eval's counted decode steps and generated tokens that a warm-started
 model's answers take, on the testbeds where a call's last answer ends well before the limit
 (``generate`` stops a call when its last row does). SPADE's CPU preset answers its reasoning-gym
-questions in ``\\boxed{...}``, a few tokens of the 48 allowed: its round evals took 44-66 s on one
-thread where the count at every answer's limit says 3.5x that. Any other testbed counts 1 (the
-demo's MAPF plans run to the limit)."""
-SELFPLAY_TRAIN_SHARE = 0.4
+questions in ``\\boxed{...}``, a few tokens of the 48 allowed: its round evals took 35-40 s on one
+thread (two runs side by side, nothing else running) where the count at every answer's limit says
+7-8x that. Any other testbed counts 1 (the demo's MAPF plans run to the limit)."""
+SELFPLAY_TRAIN_SHARE = 0.25
 """Share of a self-play round's counted work (designs at their token limit, every episode turn at
 ``max_new_tokens_per_turn`` for ``max_turns`` turns, prompts at their round figures, every row
 trained at the longest row's length) that SPADE's CPU preset computes: its rounds' training took
-0.33-0.53 of the count's seconds over the seed-0 runs of its comparison and the no-corpus and
-no-memory runs (one thread each, two runs side by side); games end early (a win or a loss in one
-turn of a few tokens) and TRL pads each micro-batch of one row to that row alone."""
+0.21-0.30 of the count's seconds in the eight runs of its comparison that ran two side by side with
+nothing else (one thread each); games end early (a win or a loss in one turn of a few tokens) and
+TRL pads each micro-batch of one row to that row alone."""
 GRPO_LONGEST_COMPLETION = 0.92
 """The longest completion of a GRPO step per completion limit: TRL pads a step's rows to it (and
 to the step's longest prompt, 179-195 tokens in the demo's steps of 4 prompts). 113-127 of 128 on
