@@ -31,7 +31,7 @@ once and skipped when its cache entry exists, so it is reported apart:
                                                                   + trainer.max_completion_length))
 
 The central estimate (``central_budget``, on a CPU) takes from those counts what a run computes,
-measured on the CPU runs (docs/scaling.md, "Wall-time estimate"): a prompt is PROMPT_SHARES of
+measured on the CPU runs (docs/scaling.md, "Wall-time estimate"): a prompt is the testbed's ``prompt_share`` of
 PROMPT_TOKENS on the testbeds where it was measured; a vLLM engine decodes a finished row no
 further (DECODE_FILL of the generated tokens after a warm start; the evals of the model as shipped
 run to the limit), transformers' ``generate`` decodes every row of a call to the call's last step
@@ -39,10 +39,10 @@ run to the limit), transformers' ``generate`` decodes every row of a call to the
 step's longest prompt and completion (GRPO_LONGEST_COMPLETION of the limit) and, with
 ``skip_zero_advantage``, drops the rows of groups without reward spread (GRPO_KEPT_ROWS train);
 where TRL corrects vLLM's samples by importance sampling it first scores every padded row without
-gradients (2N per token, counted as prefill). SPADE's self-play computes SELFPLAY_TRAIN_SHARE of its
-counted round, and a transformers eval whose answers end early EVAL_FILLS of its counted steps
-(SPADE's reasoning-gym answers). A trainer or testbed without a calibration keeps its upper-bound
-counts, and so does every estimate on a GPU. The upper bound, every share 1, is printed beside the
+gradients (2N per token, counted as prefill). A trainer that states a ``central_round_share`` computes
+that share of its counted round, and an eval whose answers end early the testbed's
+``eval_answer_fill`` of its counted steps. A trainer or testbed without a calibration keeps its
+upper-bound counts, and so does every estimate on a GPU. The upper bound, every share 1, is printed beside the
 central estimate.
 
 Seconds, with N the model's (active) parameters, L its decoder layers, W its weights' bytes in the
@@ -89,7 +89,7 @@ from typing import Any, Literal
 from curriculum.config import RunConfig
 from curriculum.core.budget import PROMPT_TOKENS, WARMSTART_FILL, OwnSeconds, TrainingBudget, Work, generate_work
 from curriculum.core.cpu import bf16_setting, cpu_vllm_dtype, native_cpu_bf16
-from curriculum.registry import TRAINERS
+from curriculum.registry import TESTBEDS, TRAINERS
 
 __all__ = ["PROMPT_TOKENS", "WARMSTART_FILL", "Work", "generate_work", "Budget", "Model", "Rates", "Estimate",
            "Lane", "Lanes", "round_budget", "central_budget", "trainer_budget", "train_flops_per_token",
@@ -145,29 +145,6 @@ AVX512-BF16 machine, 36 steps of 4 long examples in 263 s against 208 GFLOP/s: 0
 demo's 64 steps x 8 examples in 365 s there (bf16 autocast, 412 GFLOP/s bf16 at 256² on two
 threads): 0.42-0.45; its small products and TRL's per-token metrics gain less from bf16 than
 GRPO's passes."""
-PROMPT_SHARES: dict[str, float] = {"mapf_frozenlake": 0.5, "spade_pool": 0.17}
-"""Prompt tokens a run computes per PROMPT_TOKENS counted, for the testbeds (``testbed.name``)
-where it was measured; any other counts PROMPT_TOKENS. A batch is padded to its longest prompt;
-the path-finding CPU configs' prompts (2-3 agents, 3x3-5x5 maps, compact style, the SmolLM2
-tokenizer with its chat template) are 161-195 tokens long, 178 on average, in the demo's
-validation, test and training suites (TRL's ``num_tokens`` of its GRPO steps less their
-completions: 173-184 a row): 195 / 400 = 0.49. Larger maps have longer prompts. SPADE's CPU preset
-(``spade_pool``): its held-out reasoning-gym questions with the instruction and the chat template
-are 67 tokens on average, 68 padded per eval call of 8: 0.17."""
-EVAL_FILLS: dict[str, float] = {"spade_pool": 0.15}
-"""Share of a transformers eval's counted decode steps and generated tokens that a warm-started
-model's answers take, on the testbeds where a call's last answer ends well before the limit
-(``generate`` stops a call when its last row does). SPADE's CPU preset answers its reasoning-gym
-questions in ``\\boxed{...}``, a few tokens of the 48 allowed: its round evals took 35-40 s on one
-thread (two runs side by side, nothing else running) where the count at every answer's limit says
-7-8x that. Any other testbed counts 1 (the demo's MAPF plans run to the limit)."""
-SELFPLAY_TRAIN_SHARE = 0.25
-"""Share of a self-play round's counted work (designs at their token limit, every episode turn at
-``max_new_tokens_per_turn`` for ``max_turns`` turns, prompts at their round figures, every row
-trained at the longest row's length) that SPADE's CPU preset computes: its rounds' training took
-0.21-0.30 of the count's seconds in the eight runs of its comparison that ran two side by side with
-nothing else (one thread each); games end early (a win or a loss in one turn of a few tokens) and
-TRL pads each micro-batch of one row to that row alone."""
 GRPO_LONGEST_COMPLETION = 0.92
 """The longest completion of a GRPO step per completion limit: TRL pads a step's rows to it (and
 to the step's longest prompt, 179-195 tokens in the demo's steps of 4 prompts). 113-127 of 128 on
@@ -473,12 +450,13 @@ def trainer_budget(config: RunConfig) -> TrainingBudget:
 
 
 def central_budget(config: RunConfig, budget: Budget, lanes: Lanes, *, as_shipped: bool = False) -> Budget:
-    """What a run computes of ``budget``'s counts (module docstring: prompts at PROMPT_SHARES, a
+    """What a run computes of ``budget``'s counts (module docstring: prompts at the testbed's ``prompt_share``, a
     vLLM engine's rows at DECODE_FILL, GRPO's padded and kept rows, TRL's rescoring of vLLM's
     samples as prefill); ``as_shipped``: the evals of the model as shipped, which run to the limit."""
     fill = 1.0 if as_shipped else DECODE_FILL[lanes.eval.engine]
-    answers = 1.0 if as_shipped else EVAL_FILLS.get(config.testbed.name, 1.0)
-    prompt = PROMPT_SHARES.get(config.testbed.name, 1.0)
+    testbed = TESTBEDS.get(config.testbed.name).load()
+    answers = 1.0 if as_shipped else testbed.eval_answer_fill
+    prompt = testbed.prompt_share
 
     def evals(work: Work) -> Work:
         return Work(generated=round(work.generated * fill * answers), decode_steps=round(work.decode_steps * answers),
@@ -495,9 +473,8 @@ def central_budget(config: RunConfig, budget: Budget, lanes: Lanes, *, as_shippe
                      decode_steps=train.decode_steps,
                      prefilled=round(train.prefilled * prompt) + rescoring,
                      trained=round(train.trained * padded * kept))
-    elif config.trainer.name == "selfplay":
-        train = Work(*(round(SELFPLAY_TRAIN_SHARE * x) for x in (train.generated, train.decode_steps,
-                                                                 train.prefilled, train.trained)))
+    elif (share := TRAINERS.get(config.trainer.name).load().central_round_share) is not None:
+        train = Work(*(round(share * x) for x in (train.generated, train.decode_steps, train.prefilled, train.trained)))
     return replace(budget, train=train, eval=evals(budget.eval), test_suite=evals(budget.test_suite),
                    design=evals(budget.design))
 

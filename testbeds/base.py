@@ -148,6 +148,14 @@ class Testbed(ABC):
         when unknown."""
         return 0, 0
 
+    prompt_share: ClassVar[float] = 1.0
+    """Prompt tokens a run computes per ``PROMPT_TOKENS`` counted, for ``--dry-run``'s central
+    estimate (``curriculum.walltime.central_budget``), where measured; 1: the round figure."""
+    eval_answer_fill: ClassVar[float] = 1.0
+    """Share of a transformers eval's counted decode steps and generated tokens that a warm-started
+    model's answers take, where a call's last answer ends well before the limit (``generate``
+    stops a call when its last row does), measured; 1: answers run to the limit."""
+
     presets: ClassVar[tuple[Preset, ...]] = ()
     """The shipped run configs for this testbed, by machine, trainer and engineer: what ``curriculum
     run`` without ``--config`` starts from (``curriculum.presets.choose_preset``; the first that

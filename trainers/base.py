@@ -84,6 +84,11 @@ class Trainer(ABC, Generic[ConfigT]):
         """Where metric sinks (TensorBoard) may write; ``None`` for throw-away evaluations."""
 
     # -- what a run will cost, from the config alone (``--dry-run``; nothing loaded) ------------------
+    central_round_share: ClassVar[float | None] = None
+    """Share of its counted round work (``training_budget``) the trainer computes, measured, for
+    ``--dry-run``'s central estimate; ``None``: the counts, or the calibration ``curriculum.walltime``
+    keeps for it."""
+
     @classmethod
     def training_budget(cls, run_config: RunSettings) -> TrainingBudget:
         """One round's rollouts and training, the warm start and the evals before round 0 of

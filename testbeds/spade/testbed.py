@@ -146,6 +146,13 @@ class SpadeTestbed(Testbed):
     config_class = SpadeTestbedConfig
     task_kinds = ("pool",)
     default_trainer = "selfplay"
+    prompt_share = 0.17
+    """The CPU preset's held-out reasoning-gym questions with the instruction and the chat template
+    are 67 tokens on average, 68 padded per eval call of 8: 68 / 400."""
+    eval_answer_fill = 0.15
+    """The CPU preset answers its reasoning-gym questions in ``\\boxed{...}``, a few tokens of the 48
+    allowed: its round evals took 35-40 s on one thread (two runs side by side, nothing else
+    running) where the count at every answer's limit says 7-8x that."""
     description = ("SPADE's pool of model-written environments; held-out reasoning-gym (games) or "
                    "tool-suite eval.")
     commands: ClassVar[dict[str, str]] = {"sandbox": "testbeds.spade.cli_sandbox:commands"}

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from curriculum.config import load_config
-from curriculum.walltime import (DECODE_FILL, EVAL_FILLS, SELFPLAY_TRAIN_SHARE, GRPO_KEPT_ROWS, GRPO_LONGEST_COMPLETION, PROMPT_SHARES, PROMPT_TOKENS,
+from curriculum.walltime import (DECODE_FILL, GRPO_KEPT_ROWS, GRPO_LONGEST_COMPLETION, PROMPT_TOKENS,
                                  ROUND_OVERHEAD_S, WARMSTART_FILL, Budget, Lane, Lanes, Model, Rates, Work,
                                  central_budget, cpu_lanes, estimate, generate_work, measure_cpu_bandwidth,
                                  measure_cpu_flops, round_budget, train_flops_per_token)
@@ -251,7 +251,9 @@ def test_a_vllm_engine_decodes_a_finished_row_no_further():
 def test_grpo_training_counts_its_padded_and_kept_rows():
     skip, keep = _config("trainer.skip_zero_advantage=true"), _config("trainer.skip_zero_advantage=false")
     budget = round_budget(skip, 0, 0)
-    prompt = PROMPT_SHARES["mapf_frozenlake"]
+    from testbeds.mapf_frozenlake.testbed import MAPFTestbed
+
+    prompt = MAPFTestbed.prompt_share
     padded = (prompt * PROMPT_TOKENS + GRPO_LONGEST_COMPLETION * 128) / (PROMPT_TOKENS + 128)
     assert 0.55 < padded < 0.65  # the demo's prompts and completions
     assert central_budget(skip, budget, Lanes()).train.trained == round(budget.train.trained * padded * GRPO_KEPT_ROWS)
@@ -267,10 +269,13 @@ def test_self_play_and_its_short_answers_take_their_measured_shares():
     spade = _config(path=SPADE_DEMO)
     counted = round_budget(spade, 16, 48)
     central = central_budget(spade, counted, Lanes())
-    share = SELFPLAY_TRAIN_SHARE
+    from testbeds.spade.testbed import SpadeTestbed
+    from trainers.selfplay.trainer import SelfPlayTrainer
+
+    share = SelfPlayTrainer.central_round_share
     assert central.train == Work(round(share * counted.train.generated), round(share * counted.train.decode_steps),
                                  round(share * counted.train.prefilled), round(share * counted.train.trained))
-    fill, prompt = EVAL_FILLS["spade_pool"], PROMPT_SHARES["spade_pool"]
+    fill, prompt = SpadeTestbed.eval_answer_fill, SpadeTestbed.prompt_share
     assert central.eval == Work(round(counted.eval.generated * fill), round(counted.eval.decode_steps * fill),
                                 round(counted.eval.prefilled * prompt))
     # the model as shipped is counted at its limits, its prompts at their measured length
