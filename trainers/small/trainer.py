@@ -165,6 +165,13 @@ def max_path(config: SmallConfig, inst: Any) -> int:
     return int(math.ceil(config.max_path_factor * inst.h))
 
 
+def steps_per_round(config: SmallConfig, n_tasks: int) -> int:
+    """GRPO steps of a round of ``n_tasks`` tasks: ``max_steps_per_round``, else the epochs' batches."""
+    if config.max_steps_per_round is not None:
+        return config.max_steps_per_round
+    return max(1, math.ceil(n_tasks * config.epochs_per_round / config.prompts_per_step))
+
+
 def call_generator(*parts: int) -> Any:
     """A torch generator seeded by ``parts`` (hashed: any ints, any sign)."""
     import torch
@@ -354,8 +361,7 @@ class SmallTrainer(Trainer[SmallConfig]):
         """``--dry-run``: GRPO steps, tasks and plans per round (a few hundred thousand parameters on
         one CPU thread: no GPU memory plan)."""
         cfg: SmallConfig = run_config.trainer  # type: ignore[assignment]  # its own section
-        steps = cfg.max_steps_per_round or max(
-            1, math.ceil(run_config.tasks_per_round * cfg.epochs_per_round / cfg.prompts_per_step))
+        steps = steps_per_round(cfg, run_config.tasks_per_round)
         plans = steps * cfg.prompts_per_step * cfg.num_generations
         line = f"  GRPO steps per round: {steps}   tasks per update: {cfg.prompts_per_step}   plans per round: {plans}"
         if cfg.dynamic_sampling:
@@ -371,8 +377,7 @@ class SmallTrainer(Trainer[SmallConfig]):
 
         cfg: SmallConfig = run_config.trainer  # type: ignore[assignment]  # its own section
         testbed = run_config.testbed
-        steps = cfg.max_steps_per_round or max(
-            1, math.ceil(run_config.tasks_per_round * cfg.epochs_per_round / cfg.prompts_per_step))
+        steps = steps_per_round(cfg, run_config.tasks_per_round)
         has_test = hasattr(testbed, "instances_per_size")
         return TrainingBudget(own_seconds=OwnSeconds(
             round=steps * cost.step_seconds(cfg, testbed),
@@ -398,10 +403,6 @@ class SmallTrainer(Trainer[SmallConfig]):
         self._warm_metrics = metrics
         return metrics
 
-    def _steps(self, n_tasks: int) -> int:
-        if self.config.max_steps_per_round is not None:
-            return self.config.max_steps_per_round
-        return max(1, math.ceil(n_tasks * self.config.epochs_per_round / self.config.prompts_per_step))
 
     def train_round(self, tasks: Sequence[Task], *, round_index: int, seed: int,
                     log: LogFn | None = None) -> dict[str, float]:
@@ -417,7 +418,7 @@ class SmallTrainer(Trainer[SmallConfig]):
         stats: list[dict[str, float]] = []
         draw = P * (self.config.max_sampling_batches if self.config.dynamic_sampling else 1)
         groups = 0  # groups sampled so far this round
-        for step in range(self._steps(len(tasks))):
+        for step in range(steps_per_round(self.config, len(tasks))):
             while len(order) < draw:
                 order.extend(int(i) for i in rng.permutation(len(tasks)))
             pick = order[:draw]
