@@ -29,7 +29,7 @@ def register(app: typer.Typer, console: Console, fail: Callable[[str], None]) ->
                  "the design; default all).")] = None,
         testbed: Annotated[Optional[str], typer.Option(help=f"Testbed: {', '.join(TESTBEDS.names())} "
                                                       "(default: the config's).")] = None,
-        seeds: Annotated[int, typer.Option(min=1, max=1_000, help="Number of seeds (F..F+N-1, F = --first-seed), the same for every engineer.")] = 3,
+        seeds: Annotated[Optional[int], typer.Option(min=1, max=1_000, help="Number of seeds (F..F+N-1, F = --first-seed), the same for every engineer (default 3; a --design declares its own).")] = None,
         rounds: Annotated[Optional[int], typer.Option(min=1, help="Rounds per run (default: the config's).")] = None,
         out: Annotated[Path, typer.Option(help="Output directory (runs, compare.json, plots).")] = Path("runs/compare"),
         trainer: Annotated[Optional[str], typer.Option(
@@ -40,8 +40,9 @@ def register(app: typer.Typer, console: Console, fail: Callable[[str], None]) ->
         set_: Annotated[list[str], typer.Option("--set", help="Override for every run, e.g. tasks_per_round=64; "
                         "engineers.<name>.<key>=v for one engineer only.")] = [],
         jobs: Annotated[int, typer.Option(min=1, help="Runs in parallel (processes).")] = 1,
-        first_seed: Annotated[int, typer.Option(min=0, help="First seed: --seeds N runs seeds F..F+N-1 (split "
-                              "seeds over machines; the same --out then gathers them with --seeds).")] = 0,
+        first_seed: Annotated[Optional[int], typer.Option(min=0, help="First seed: --seeds N runs seeds F..F+N-1 (split "
+                              "seeds over machines; the same --out then gathers them with --seeds). Default: "
+                              "the design's first_seed, else 0.")] = None,
         share_round0: Annotated[bool, typer.Option(help="Run round 0 once per seed and start every engineer "
                                 "from it (it does not depend on the engineer); an engineer that shapes round 0 runs its own.")] = True,
         design: Annotated[Optional[Path], typer.Option(
@@ -88,14 +89,19 @@ def register(app: typer.Typer, console: Console, fail: Callable[[str], None]) ->
             declared = load_design(design) if design is not None else None
         except ConfigError as err:
             fail(str(err))
+        if seeds is not None and declared is not None:
+            fail("--seeds: a design declares the seeds of each arm (primary_seeds, secondary_seeds, an "
+                 "arm's seeds); edit the design file, or shift them with --first-seed")
         if engineers is None and declared is None:
             fail("--engineers is required without --design")
         names = ([e.strip() for e in engineers.split(",") if e.strip()] if engineers is not None
                  else list(declared.arms))
         try:
             spec = CompareSpec(engineers=names, testbed=testbed,
-                               seeds=seeds, rounds=rounds, out=out, trainer=trainer, config=config,
-                               overrides=list(set_), jobs=jobs, first_seed=first_seed,
+                               seeds=seeds if seeds is not None else 3, rounds=rounds, out=out, trainer=trainer, config=config,
+                               overrides=list(set_), jobs=jobs,
+                               first_seed=(first_seed if first_seed is not None
+                                           else declared.first_seed if declared is not None else 0),
                                share_round0=share_round0, design=declared)
         except ConfigError as err:
             fail(str(err))

@@ -245,6 +245,9 @@ class CompareDesign(BaseModel):
     """Seeds of the arms in ``primary`` (unless an arm sets its own)."""
     secondary_seeds: int = Field(3, ge=1, le=MAX_SEEDS)
     """Seeds of the other arms (unless an arm sets its own)."""
+    first_seed: int = Field(0, ge=0, le=MAX_SEED - MAX_SEEDS)
+    """First seed of every arm (arm seeds F..F+N-1): a design that asks its question again, after
+    seeds were spent on an earlier look, declares fresh ones here. ``--first-seed`` overrides it."""
     alpha: float = Field(0.05, gt=0, lt=1)
     """Two-sided family-wise level of the primary tests (Holm) and of the MDE."""
     power: float = Field(0.8, gt=0, lt=1)
