@@ -99,9 +99,7 @@ def register(app: typer.Typer, console: Console, fail: Callable[[str], None]) ->
         try:
             spec = CompareSpec(engineers=names, testbed=testbed,
                                seeds=seeds if seeds is not None else 3, rounds=rounds, out=out, trainer=trainer, config=config,
-                               overrides=list(set_), jobs=jobs,
-                               first_seed=(first_seed if first_seed is not None
-                                           else declared.first_seed if declared is not None else 0),
+                               overrides=list(set_), jobs=jobs, first_seed=first_seed,
                                share_round0=share_round0, design=declared)
         except ConfigError as err:
             fail(str(err))

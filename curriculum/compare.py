@@ -110,7 +110,8 @@ class CompareSpec:
     config: Path | None = None
     overrides: list[str] = field(default_factory=list)
     jobs: int = 1
-    first_seed: int = 0
+    first_seed: int | None = None
+    """``None``: the design's ``first_seed``, else 0."""
     share_round0: bool = True
     """Run round 0 once per seed and start every engineer's run from it (``curriculum.stem``);
     engineers that shape round 0 (``curriculum.stem.shares_round0``) and runs already started run
@@ -120,6 +121,8 @@ class CompareSpec:
     ``engineers`` then names its arms. ``None``: every engineer is an arm of ``seeds`` seeds."""
 
     def __post_init__(self) -> None:
+        if self.first_seed is None:
+            self.first_seed = self.design.first_seed if self.design is not None else 0
         if not 1 <= self.seeds <= MAX_SEEDS:
             raise ConfigError(f"--seeds {self.seeds}: between 1 and {MAX_SEEDS:,} seeds per arm")
         if not 0 <= self.first_seed <= MAX_SEED - MAX_SEEDS:

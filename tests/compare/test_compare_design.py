@@ -46,6 +46,31 @@ def test_arms_get_their_engineer_overrides_and_seeds(tmp_path):
     assert configs[("a", 1)].run_name == "a-seed1"
 
 
+def test_a_design_declares_its_first_seed_and_the_command_line_shifts_it(tmp_path):
+    design = _design(tmp_path, first_seed=20)
+    assert sorted(run_configs(_spec(tmp_path, design))) == [("a", 20), ("a", 21), ("b", 20), ("b", 21), ("c", 20)]
+    shifted = CompareSpec(engineers=list(design.arms), testbed="mapf_frozenlake", rounds=2, out=tmp_path / "out",
+                          trainer="simulated", overrides=FAST, design=design, first_seed=5)
+    assert sorted(run_configs(shifted))[0] == ("a", 5)
+    assert run_configs(_spec(tmp_path, design))[("b", 21)].seed == 21
+    with pytest.raises(ConfigError, match="first_seed"):
+        _design(tmp_path, first_seed=-1)
+
+
+def test_seeds_on_the_command_line_cannot_silently_lose_to_a_design(tmp_path):
+    path = tmp_path / "design.yaml"
+    path.write_text(yaml.safe_dump({"arms": {"a": {"engineer": "random"}, "b": {"engineer": "fixed"}},
+                                    "primary": [["a", "b"]], "primary_seeds": 2, "first_seed": 7}))
+    runner = CliRunner()
+    res = runner.invoke(app, ["compare", "--design", str(path), "--trainer", "simulated", "--seeds", "4",
+                              "--dry-run", "--out", str(tmp_path / "x")])
+    assert res.exit_code != 0 and "a design declares the seeds of each arm" in " ".join(res.output.split())
+    res = runner.invoke(app, ["compare", "--design", str(path), "--trainer", "simulated", "--testbed",
+                              "mapf_frozenlake", "--dry-run", "--out", str(tmp_path / "x")])
+    assert res.exit_code == 0, res.output
+    assert "a-seed{7,8}" in res.output and "b-seed{7,8}" in res.output
+
+
 def test_bad_designs_are_refused(tmp_path):
     with pytest.raises(ConfigError, match="not among the arms"):
         _design(tmp_path, primary=[["a", "zzz"]])
@@ -218,6 +243,7 @@ TRAINER_OF = {"mapf_cpu_powered.yaml": "grpo", "mapf_cpu_demo_control.yaml": "gr
               "mapf_small_powered.yaml": "small", "mapf_small_checkpoint.yaml": "small",
               "mapf_small_ranking.yaml": "small", "mapf_small_hard_target.yaml": "small",
               "mapf_small_hard_target_holes.yaml": "small", "mapf_small_hard_target_holes_dynamic.yaml": "small", "mapf_cpu_learns.yaml": "grpo",
+              "mapf_cpu_hard_target.yaml": "grpo",
               "spade_cpu.yaml": "selfplay"}
 
 
