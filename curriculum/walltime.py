@@ -35,9 +35,9 @@ measured on the CPU runs (docs/scaling.md, "Wall-time estimate"): a prompt is th
 PROMPT_TOKENS on the testbeds where it was measured; a vLLM engine decodes a finished row no
 further (DECODE_FILL of the generated tokens after a warm start; the evals of the model as shipped
 run to the limit), transformers' ``generate`` decodes every row of a call to the call's last step
-(fill 1); GRPO's training pass (the ``grpo`` trainer, ``CENTRAL_TRAINING``) pads every row to the
-step's longest prompt and completion (GRPO_LONGEST_COMPLETION of the limit) and, with
-``skip_zero_advantage``, drops the rows of groups without reward spread (GRPO_KEPT_ROWS train);
+(fill 1); a trainer that states its ``central_training`` (GRPO: ``trainers/grpo/plan.py``) pads every
+row to the step's longest prompt and completion (``longest_completion`` of the limit) and trains
+``kept_rows`` of them;
 where TRL corrects vLLM's samples by importance sampling it first scores every padded row without
 gradients (2N per token, counted as prefill). A trainer that states a ``central_round_share`` computes
 that share of its counted round, and an eval whose answers end early the testbed's
@@ -145,15 +145,6 @@ AVX512-BF16 machine, 36 steps of 4 long examples in 263 s against 208 GFLOP/s: 0
 demo's 64 steps x 8 examples in 365 s there (bf16 autocast, 412 GFLOP/s bf16 at 256² on two
 threads): 0.42-0.45; its small products and TRL's per-token metrics gain less from bf16 than
 GRPO's passes."""
-GRPO_LONGEST_COMPLETION = 0.92
-"""The longest completion of a GRPO step per completion limit: TRL pads a step's rows to it (and
-to the step's longest prompt, 179-195 tokens in the demo's steps of 4 prompts). 113-127 of 128 on
-average over the GRPO steps of the demo's two runs and of cpu_learns' three."""
-GRPO_KEPT_ROWS = 0.6
-"""Rows of a GRPO step that run a backward pass with ``skip_zero_advantage``: the rows of groups
-without reward spread are dropped, one row kept of a micro-batch that had no other. Share of
-groups without spread per round: 0.25-0.50 in the demo's two runs (micro-batches of one group of
-4), 0.47-0.69 in cpu_learns' three (half a group of 8): 0.48-0.81 of the rows train."""
 ROUND_OVERHEAD_S = 20.0
 """Per round on a GPU (sampling, building the trainer, committing a checkpoint of billions of
 parameters): an assumption."""
@@ -173,20 +164,6 @@ SIMULATED_ROUND_S = 2.0
 """Per round without a model (the simulated learner): sampling, scoring and eval by the validator."""
 DEFAULT_LAYERS = 30
 """Decoder layers where the model's depth is unknown (for the per-step overhead)."""
-
-
-@dataclass(frozen=True)
-class CentralTraining:
-    """What a trainer's round computes of its counted tokens (``central_budget``)."""
-
-    longest_completion: float
-    """A step's longest completion per completion limit (every row is padded to it)."""
-    kept_rows: float
-    """Rows that run a backward pass (with ``skip_zero_advantage``; 1 without)."""
-
-
-CENTRAL_TRAINING: dict[str, CentralTraining] = {"grpo": CentralTraining(GRPO_LONGEST_COMPLETION, GRPO_KEPT_ROWS)}
-"""The trainers whose round is calibrated (``trainer.name``); any other keeps its upper bound."""
 
 
 # -- what the estimate is made of ----------------------------------------------------------------------
@@ -463,18 +440,17 @@ def central_budget(config: RunConfig, budget: Budget, lanes: Lanes, *, as_shippe
                     prefilled=round(work.prefilled * prompt), trained=work.trained)
 
     train = budget.train
-    central = CENTRAL_TRAINING.get(config.trainer.name)
-    if central is not None:
-        kept = central.kept_rows if getattr(config.trainer, "skip_zero_advantage", False) else 1.0
+    trainer = TRAINERS.get(config.trainer.name).load()
+    if (share := trainer.central_round_share) is not None:
+        train = Work(*(round(share * x) for x in (train.generated, train.decode_steps, train.prefilled, train.trained)))
+    elif (central := trainer.central_training(config)) is not None:
         limit = config.trainer.max_completion_length
         padded = (prompt * PROMPT_TOKENS + central.longest_completion * limit) / (PROMPT_TOKENS + limit)
         rescoring = round(train.trained * padded) if lanes.rescored else 0
         train = Work(generated=round(train.generated * DECODE_FILL[lanes.rollout.engine]),
                      decode_steps=train.decode_steps,
                      prefilled=round(train.prefilled * prompt) + rescoring,
-                     trained=round(train.trained * padded * kept))
-    elif (share := TRAINERS.get(config.trainer.name).load().central_round_share) is not None:
-        train = Work(*(round(share * x) for x in (train.generated, train.decode_steps, train.prefilled, train.trained)))
+                     trained=round(train.trained * padded * central.kept_rows))
     return replace(budget, train=train, eval=evals(budget.eval), test_suite=evals(budget.test_suite),
                    design=evals(budget.design))
 

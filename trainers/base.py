@@ -20,7 +20,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 from pydantic import BaseModel
 
 from curriculum.core import distributed
-from curriculum.core.budget import TrainingBudget
+from curriculum.core.budget import PaddedTraining, TrainingBudget
 from curriculum.core.policy import ModelConfig
 from curriculum.core.pool import EnvOutcome
 from curriculum.core.run import RunSettings
@@ -86,8 +86,14 @@ class Trainer(ABC, Generic[ConfigT]):
     # -- what a run will cost, from the config alone (``--dry-run``; nothing loaded) ------------------
     central_round_share: ClassVar[float | None] = None
     """Share of its counted round work (``training_budget``) the trainer computes, measured, for
-    ``--dry-run``'s central estimate; ``None``: the counts, or the calibration ``curriculum.walltime``
-    keeps for it."""
+    ``--dry-run``'s central estimate; ``None``: the counts, or its ``central_training``."""
+
+    @classmethod
+    def central_training(cls, run_config: RunSettings) -> PaddedTraining | None:
+        """How the trainer's training pass pads and keeps its counted rows, measured, for
+        ``--dry-run``'s central estimate (``central_round_share``, where set, comes first);
+        ``None``: the counts."""
+        return None
 
     @classmethod
     def training_budget(cls, run_config: RunSettings) -> TrainingBudget:

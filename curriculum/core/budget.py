@@ -72,6 +72,18 @@ class OwnSeconds:
 
 
 @dataclass(frozen=True)
+class PaddedTraining:
+    """How a trainer's training pass computes its counted rows (``Trainer.central_training``), for
+    ``--dry-run``'s central estimate: every row of a step padded to the step's longest completion,
+    and only some rows running a backward pass."""
+
+    longest_completion: float
+    """A step's longest completion per completion limit (every row is padded to it)."""
+    kept_rows: float = 1.0
+    """Share of the rows that run a backward pass."""
+
+
+@dataclass(frozen=True)
 class TrainingBudget:
     """What a trainer's round costs, from the config alone (``Trainer.training_budget``).
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from curriculum.config import load_config
-from curriculum.walltime import (DECODE_FILL, GRPO_KEPT_ROWS, GRPO_LONGEST_COMPLETION, PROMPT_TOKENS,
+from curriculum.walltime import (DECODE_FILL, PROMPT_TOKENS,
                                  ROUND_OVERHEAD_S, WARMSTART_FILL, Budget, Lane, Lanes, Model, Rates, Work,
                                  central_budget, cpu_lanes, estimate, generate_work, measure_cpu_bandwidth,
                                  measure_cpu_flops, round_budget, train_flops_per_token)
@@ -252,6 +252,8 @@ def test_grpo_training_counts_its_padded_and_kept_rows():
     skip, keep = _config("trainer.skip_zero_advantage=true"), _config("trainer.skip_zero_advantage=false")
     budget = round_budget(skip, 0, 0)
     from testbeds.mapf_frozenlake.testbed import MAPFTestbed
+
+    from trainers.grpo.plan import GRPO_KEPT_ROWS, GRPO_LONGEST_COMPLETION
 
     prompt = MAPFTestbed.prompt_share
     padded = (prompt * PROMPT_TOKENS + GRPO_LONGEST_COMPLETION * 128) / (PROMPT_TOKENS + 128)

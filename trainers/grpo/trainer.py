@@ -33,7 +33,7 @@ from pydantic import Field, model_validator
 
 from curriculum.core import distributed
 from curriculum.core.bucket_stats import bucket_metrics
-from curriculum.core.budget import TrainingBudget
+from curriculum.core.budget import PaddedTraining, TrainingBudget
 from curriculum.core.config import PluginConfig
 from curriculum.core.run import RunSettings
 from curriculum.core.sizing import PlanTarget
@@ -233,6 +233,12 @@ class GRPOTrainerAdapter(Trainer[GRPOConfig]):
         from trainers.grpo.plan import grpo_budget
 
         return grpo_budget(run_config)
+
+    @classmethod
+    def central_training(cls, run_config: RunSettings) -> PaddedTraining | None:
+        from trainers.grpo.plan import grpo_central_training
+
+        return grpo_central_training(run_config)
 
     @classmethod
     def plan_lines(cls, run_config: RunSettings, target: PlanTarget) -> list[str]:
