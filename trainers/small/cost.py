@@ -32,19 +32,19 @@ from __future__ import annotations
 import math
 from typing import Any
 
-DECODE_CALL_S = 1.0e-3
-"""Per decode step of a call, whatever its rows: the forward's kernel launches (0.6-1.9 ms measured)."""
-DECODE_ROW_S = 25e-6
+DECODE_CALL_S = 0.45e-3
+"""Per decode step of a call, whatever its rows: the forward's kernel launches (0.36-0.48 ms measured)."""
+DECODE_ROW_S = 17e-6
 """Per row and decode step: the row's next token in Python and its share of the forward."""
-DECODE_CTX_S = 0.65e-6
+DECODE_CTX_S = 0.29e-6
 """Per row, decode step and token of context (attention over the key/value cache):
-44, 72, 105 and 116 µs per row-step at mean contexts of about 36, 67, 108 and 145 tokens."""
-FORWARD_ROW_TOKEN_S = (5e-6, 0.06e-6)
+28, 35, 50 and 59 µs per row-step at mean contexts of about 36, 67, 108 and 145 tokens."""
+FORWARD_ROW_TOKEN_S = (6e-6, 0.016e-6)
 """(a, b) of a forward pass without gradients per row-token at T tokens: a + b · T
-(8.4, 8.2, 11.6, 18.1 µs at T = 47, 84, 147, 199)."""
-FORWARD_BACKWARD_ROW_TOKEN_S = (16e-6, 0.18e-6)
+(6.8, 6.8, 7.9, 9.2 µs at T = 47, 84, 147, 199)."""
+FORWARD_BACKWARD_ROW_TOKEN_S = (19e-6, 0.036e-6)
 """(a, b) of a forward and backward pass per row-token at T tokens: a + b · T
-(24.1, 31.6, 41.0, 52.5 µs at T = 47, 84, 147, 199)."""
+(21.2, 20.8, 25.1, 26.3 µs at T = 47, 84, 147, 199)."""
 ROUND_OVERHEAD_S = 1.5
 """Per round besides training and evals: drawing and solving the round's tasks (the testbed's CBS
 solver; 64 tasks of 4 agents on 10x10 with waits take the longest), committing the round."""
