@@ -98,7 +98,7 @@ def register(app: typer.Typer, console: Console, fail: Callable[[str], None]) ->
                  else list(declared.arms))
         try:
             spec = CompareSpec(engineers=names, testbed=testbed,
-                               seeds=seeds if seeds is not None else 3, rounds=rounds, out=out, trainer=trainer, config=config,
+                               seeds=seeds if seeds is not None else CompareSpec.seeds, rounds=rounds, out=out, trainer=trainer, config=config,
                                overrides=list(set_), jobs=jobs, first_seed=first_seed,
                                share_round0=share_round0, design=declared)
         except ConfigError as err:

@@ -403,7 +403,6 @@ class SmallTrainer(Trainer[SmallConfig]):
         self._warm_metrics = metrics
         return metrics
 
-
     def train_round(self, tasks: Sequence[Task], *, round_index: int, seed: int,
                     log: LogFn | None = None) -> dict[str, float]:
         if not tasks:
