@@ -21,8 +21,10 @@ frozen head (2·N_head·T_head); the forward stays 2·(N − N_head)·T + 2·N_h
 decoding (with the prompt's prefill at 2·N per prompt token; GRPO's repeated prompts are prefilled
 once per distinct prompt, ``trainers/lm/generation.share_prompt_prefill``). The floor of a phase is its
 FLOPs / R;
-``ratio`` = measured / floor (1.0 = as fast as the GEMM benchmark). Decoding is bound by memory
-bandwidth and per-token overhead at small batch, not FLOPs, so its ratio is far above 1 by nature.
+``ratio`` = measured / floor (1.0 = as fast as the GEMM benchmark). Generation's floor is a
+roofline: the prefill's FLOPs at R, and each decode step the longer of reading the weights once
+(weight bytes / B, with B the machine's read bandwidth: a 256 MiB sum, best of 10) and its rows'
+2·N FLOPs at R.
 
 ``--grpo-engines transformers,vllm`` times the GRPO step once per rollout engine: ``transformers``
 (``trainer.use_vllm: false``, generation by ``model.generate``) and ``vllm`` (``trainer.use_vllm:
@@ -31,7 +33,8 @@ split the step into generation (``vllm.LLM.generate``: prefill counted once per 
 engine's prefix cache shares the repeats), weight sync (the trainer's weights into the engine
 before the step's rollouts, ``sync_weights``), logp recomp (TRL's no-grad forward over the sampled
 batch: the trainer's log-probs for the importance-sampling correction, floor 2·N per token with
-the head on the completion positions), forward, backward, optimizer and other. The
+the head on the completion positions; only with ``--trl-ratio``: by default the ratio takes the
+loss' own forward, ``trainers/grpo/importance.py``), forward, backward, optimizer and other. The
 generation floor uses the GEMM rate in the engine's dtype (bf16 when it runs bf16); the sync has
 no FLOP floor. The engine's start-up (one per round) falls outside the step and is printed apart.
 ``--quick``: a smoke test on a tiny random-init Llama (``tests/conftest.save_tiny_llama``), 2
@@ -59,6 +62,20 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 DEFAULT_CONFIG = Path(__file__).resolve().parents[1] / "configs" / "mapf_cpu_demo.yaml"
+
+
+def read_bandwidth(threads: int, mib: int = 256, repeats: int = 10) -> float:
+    """Best-of-``repeats`` read bandwidth in bytes/s: the sum of a ``mib`` MiB float32 tensor."""
+    import torch
+
+    torch.set_num_threads(threads)
+    x = torch.ones(mib * 2 ** 20 // 4)
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        x.sum()
+        best = min(best, time.perf_counter() - t0)
+    return x.numel() * 4 / best
 
 
 def matmul_rate(threads: int, n: int = 2048, repeats: int = 5, bf16: bool = False) -> float:
@@ -235,10 +252,23 @@ def trained_sizes(model: Any) -> tuple[int, int, int, bool]:
     return params, head.numel(), body, head.requires_grad
 
 
+def generation_floor(c: dict[str, int], params: int, rate: float, bandwidth: float | None,
+                     weight_bytes: int) -> float:
+    """Seconds of generation's roofline floor (module docstring): prefill FLOPs at ``rate``, and each
+    decode step the longer of the weights over ``bandwidth`` and its rows' FLOPs at ``rate``."""
+    prefill = 2 * params * c["prompt_tokens"] / rate
+    if not c["generated_slots"] or not bandwidth:
+        return prefill + 2 * params * c["generated_slots"] / rate
+    # (rows, C) completions per generation call: C decode steps of `rows` rows each.
+    steps = c["generated_slots"] * c["generate_calls"] / max(c["generate_rows"], 1)
+    rows = c["generated_slots"] / steps
+    return prefill + steps * max(weight_bytes / bandwidth, 2 * params * rows / rate)
+
+
 def report(title: str, timers: Timers, steps: int, sizes: tuple[int, int, int, bool], rate: float,
-           gen_rate: float | None = None) -> None:
-    """Per-step seconds of each phase against its floor (FLOPs / ``rate``; generation at
-    ``gen_rate`` when given: the vLLM engine's dtype)."""
+           gen_rate: float | None = None, bandwidth: float | None = None, gen_weight_bytes: int = 0) -> None:
+    """Per-step seconds of each phase against its floor (FLOPs / ``rate``; generation's roofline at
+    ``gen_rate`` when given, the engine's dtype, and ``bandwidth`` over ``gen_weight_bytes``)."""
     s, c = timers.seconds, timers.count
     params, head, body, head_trains = sizes
     total = s["step"] + s["optimizer"]  # training_step holds generation, sync, forward and backward
@@ -253,7 +283,7 @@ def report(title: str, timers: Timers, steps: int, sizes: tuple[int, int, int, b
     print(f"\n== {title}: {steps} step(s), per step ==")
     print(f"{'phase':<12}{'seconds':>9}{'share':>8}{'GFLOP':>10}{'floor s':>9}{'ratio':>8}")
     recompute_flops = 2 * (params - head) * c["recompute_tokens"] + 2 * head * c["recompute_head_tokens"]
-    gen_floor_s = gen_flops / (gen_rate or rate)  # generation at its engine's rate
+    gen_floor_s = generation_floor(c, params, gen_rate or rate, bandwidth, gen_weight_bytes)
     rows = [("generation", s["generation"], gen_flops, gen_floor_s),
             *([("weight sync", s["sync"], None, None)] if c["syncs"] else []),
             *([("logp recomp", s["recompute"], recompute_flops, recompute_flops / rate)]
@@ -301,6 +331,9 @@ def main() -> None:
                         help="comma list of rollout engines to time the GRPO step with: transformers, vllm")
     parser.add_argument("--quick", action="store_true",
                         help="smoke test: a tiny random-init model, 2x2 rollouts of 8 tokens, 1 step, no warm start")
+    parser.add_argument("--trl-ratio", action="store_true",
+                        help="vLLM rows: the importance-sampling ratio from TRL's no-grad recomputation of the "
+                             "trainer's log-probs (its own way) instead of the loss' forward (the comparison)")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     args = parser.parse_args()
     engines = [e.strip() for e in args.grpo_engines.split(",") if e.strip()]
@@ -340,8 +373,10 @@ def main() -> None:
     # A vLLM engine may run in the other precision: its rate too, measured before any engine starts.
     # Only then: where bf16 is not native (AVX2) its reference GEMM takes minutes on one thread.
     other_rate = matmul_rate(threads, bf16=not bf16) if "vllm" in engines and args.steps else None
+    bandwidth = read_bandwidth(threads) if args.steps else None
     print(f"config {args.config.name}; torch {torch.__version__}, {threads} thread(s); "
-          f"{'bf16' if bf16 else 'fp32'} GEMM floor rate {rate / 1e9:.0f} GFLOP/s")
+          f"{'bf16' if bf16 else 'fp32'} GEMM floor rate {rate / 1e9:.0f} GFLOP/s"
+          + (f"; read bandwidth {bandwidth / 1e9:.1f} GB/s" if bandwidth else ""))
     trainer.setup(None)
     sizes = trained_sizes(trainer.model)
     print(f"model {config.model.name_or_path}: {sizes[0] / 1e6:.1f} M parameters "
@@ -373,6 +408,10 @@ def main() -> None:
                            cfg.prompts_per_step * (args.steps + 1), seed=0)
     if "vllm" in engines:
         instrument_vllm(timers)
+        if args.trl_ratio:
+            from trainers.grpo.trainer import grpo_trainer_class
+
+            grpo_trainer_class().ratio_from_loss_forward = False
     for engine in engines:
         update = {"use_vllm": engine == "vllm", "vllm_mode": "colocate"}
         trainer.config = cfg.model_copy(update={**update, "max_steps_per_round": 1})
@@ -381,17 +420,19 @@ def main() -> None:
         timers.startup_seconds = 0.0
         trainer.config = cfg.model_copy(update={**update, "max_steps_per_round": args.steps})
         trainer.train_round(tasks[cfg.prompts_per_step:], round_index=1, seed=1)
-        gen_rate = None
+        gen_rate, gen_weight_bytes = None, sizes[0] * next(trainer.model.parameters()).element_size()
         if engine == "vllm":
             import torch
 
             llm = trainer._trl.vllm_generation.llm
             engine_bf16 = getattr(getattr(llm, "model_config", None), "dtype", None) == torch.bfloat16
             gen_rate = rate if engine_bf16 == bf16 else other_rate  # both measured before any engine started
+            gen_weight_bytes = sizes[0] * (2 if engine_bf16 else 4)
             print(f"vLLM engine dtype {llm.model_config.dtype}; its GEMM floor rate {gen_rate / 1e9:.0f} GFLOP/s")
             trainer._trl = None  # the engine goes with TRL's trainer
         report(f"GRPO step, {engine} rollouts ({cfg.prompts_per_step} prompts x {cfg.num_generations} samples, "
-               f"<= {cfg.max_completion_length} new tokens)", timers, args.steps, sizes, rate, gen_rate)
+               f"<= {cfg.max_completion_length} new tokens)", timers, args.steps, sizes, rate, gen_rate,
+               bandwidth, gen_weight_bytes)
     trainer.close()
 
 

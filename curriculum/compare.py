@@ -76,7 +76,7 @@ from curriculum.report import (RunSummary, layout_of, plot_distribution, plot_fi
                                plot_score_curves, rates_by_bucket)
 
 from curriculum.answers import answer_totals
-from curriculum.rundir import RunDir, read_json, run_path, write_json
+from curriculum.rundir import RunDir, finite_json, read_json, run_path, write_json
 from curriculum.stem import Stem, fork_member, plan_stems, round0_key, shares_round0
 from curriculum.stats import (VarianceComponents, binomial_default_variance, bootstrap_mean_ci,
                               bootstrap_mean_ci_columns, holm, minimal_detectable_effect, seed_paired,
@@ -649,7 +649,7 @@ def design_text(summary: dict[str, Any]) -> str:
                      f"two-sided family-wise alpha {summary['alpha']:g} over {summary['family']} comparison(s); "
                      f"MDE = (t_(1-alpha/(2m), S-1) + t_(power, S-1)) * sqrt((s2_b + s2_w/n) / S)):")
     for p in summary["pairs"]:
-        if "mde" in p and math.isinf(p["mde"]):
+        if "mde" in p and not _finite(p["mde"]):  # infinite in memory, null in compare.json
             lines.append(f"  {p['a']} - {p['b']}: no MDE: with {p['seeds']} seed the run-to-run variation is "
                          "unmeasured and the seed-level test cannot reject")
         elif "mde" in p:
@@ -1126,7 +1126,7 @@ def reanalyse(path: str | Path) -> dict[str, Any]:
     path = Path(path)
     file = path / "compare.json" if path.is_dir() else path
     data = statistics(load_compare_data(file))
-    write_json(file, data)
+    write_json(file, finite_json(data))
     (file.parent / "table.txt").write_text(table_text_of(data))
     return data
 
@@ -1236,7 +1236,7 @@ def results_table(data: dict[str, Any]) -> Any:
             main.add_row(e, "0", "—", "—", *("—" for _ in rates), *copied)
             continue
         f = s["final_score"]
-        main.add_row(e, str(s["n"]), f"{f['mean']:.3f} [{f['low']:.3f}, {f['high']:.3f}]",
+        main.add_row(e, str(s["n"]), f"{f['mean']:.3f} {_interval_text(f['low'], f['high'], '.3f')}",
                      f"{s['mean_score_over_rounds']:.3f}",
                      *(f"{s[key]:.3f}" if _measured(s.get(key)) else "—" for _, key in rates), *copied)
     pair = Table(title="Paired differences of the final score, exploratory (a − b, same seeds; t 95% CI over "
@@ -1245,7 +1245,7 @@ def results_table(data: dict[str, Any]) -> Any:
         pair.add_column(col, justify="left" if col == "a − b" else "right")
     for p in data["pairwise"]:
         pair.add_row(f"{p['a']} − {p['b']}", f"{p['mean_diff']:+.3f}",
-                     f"[{p['ci95_low']:+.3f}, {p['ci95_high']:+.3f}]", _p_text(p), str(p["n"]))
+                     _interval_text(p["ci95_low"], p["ci95_high"], "+.3f"), _p_text(p), str(p["n"]))
     parts = [main, pair]
     if data.get("primary"):
         parts.append(primary_table(data["primary"], data.get("design") or {}))
@@ -1261,6 +1261,18 @@ def results_table(data: dict[str, Any]) -> Any:
     return Group(*parts)
 
 
+def _finite(x: float | None) -> bool:
+    return x is not None and math.isfinite(x)
+
+
+def _interval_text(low: float | None, high: float | None, spec: str) -> str:
+    """``[low, high]``; an unbounded interval (one seed: infinite in memory, null in compare.json)
+    reads ``[—, —]``."""
+    def bound(x: float | None) -> str:
+        return format(x, spec) if _finite(x) else "—"
+    return f"[{bound(low)}, {bound(high)}]"
+
+
 def _p_text(row: dict[str, Any]) -> str:
     """The adjusted p with the raw one beside it: ``0.31 (0.031)``."""
     if "p_holm" not in row:
@@ -1271,7 +1283,7 @@ def _p_text(row: dict[str, Any]) -> str:
 def _seed_level_columns(row: dict[str, Any]) -> list[str]:
     """seeds, tasks, mean, CI, p (Holm, raw), rose, fell of a seed-level row."""
     d = row["difference"]
-    return [str(row["seeds"]), str(row["tasks"]), f"{d['mean']:+.3f}", f"[{d['low']:+.3f}, {d['high']:+.3f}]",
+    return [str(row["seeds"]), str(row["tasks"]), f"{d['mean']:+.3f}", _interval_text(d["low"], d["high"], "+.3f"),
             _p_text(row), str(row["rose"]), str(row["fell"])]
 
 
@@ -1412,7 +1424,7 @@ def compare(spec: CompareSpec, progress: Any = None, warn: Callable[[str], None]
     data["plots"] = [str(p) for p in plots]
     within(out, data)
     data["wall_s"] = round(time.perf_counter() - start, 2)
-    write_json(out / "compare.json", data)
+    write_json(out / "compare.json", finite_json(data))
     table_text = table_text_of(data)
     (out / "table.txt").write_text(table_text)
     return CompareResult(data=data, outcomes=outcomes, table_text=table_text, plots=plots)

@@ -60,6 +60,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import random
 import shutil
@@ -110,6 +111,19 @@ def atomic_write(path: Path, text: str) -> None:
 
 def write_json(path: Path, value: Any) -> None:
     atomic_write(path, json.dumps(value, indent=2, sort_keys=False, default=str) + "\n")
+
+
+def finite_json(value: Any) -> Any:
+    """``value`` with every non-finite float (an unbounded interval, an unmeasurable effect) as
+    ``None``: strict JSON, which ``json.dumps`` would otherwise write as ``Infinity`` or ``NaN``
+    and strict parsers (``jq``, JavaScript) refuse."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite_json(v) for v in value]
+    return value
 
 
 def read_json(path: Path) -> Any:

@@ -37,9 +37,8 @@ further (DECODE_FILL of the generated tokens after a warm start; the evals of th
 run to the limit), transformers' ``generate`` decodes every row of a call to the call's last step
 (fill 1); a trainer that states its ``central_training`` (GRPO: ``trainers/grpo/plan.py``) pads every
 row to the step's longest prompt and completion (``longest_completion`` of the limit) and trains
-``kept_rows`` of them;
-where TRL corrects vLLM's samples by importance sampling it first scores every padded row without
-gradients (2N per token, counted as prefill). A trainer that states a ``central_round_share`` computes
+``kept_rows`` of them (TRL's importance-sampling correction of vLLM's samples takes the trainer's
+log-probs from that training pass: ``trainers/grpo/importance.py``). A trainer that states a ``central_round_share`` computes
 that share of its counted round, and an eval whose answers end early the testbed's
 ``eval_answer_fill`` of its counted steps. A trainer or testbed without a calibration keeps its
 upper-bound counts, and so does every estimate on a GPU. The upper bound, every share 1, is printed beside the
@@ -240,13 +239,11 @@ class Lane:
 @dataclass(frozen=True)
 class Lanes:
     """The lanes of a run's parts (``cpu_lanes``): evals and engineer calls, the trainer's rollouts,
-    training passes (and prefill outside an engine), and whether TRL scores vLLM's samples again
-    (importance sampling)."""
+    and training passes (and prefill outside an engine)."""
 
     eval: Lane = Lane()
     rollout: Lane = Lane()
     train: Precision = "fp32"
-    rescored: bool = False
 
     @property
     def uses_vllm(self) -> bool:
@@ -384,10 +381,7 @@ def cpu_lanes(config: RunConfig, native: bool | None = None) -> Lanes:
     colocated = getattr(trainer, "use_vllm", False) is True
     sampled = float(getattr(trainer, "temperature", 0.0) or 0.0) > 0
     rollout = Lane("vllm", engine_precision, sampled) if colocated else Lane("transformers", train, sampled)
-    mode = getattr(trainer, "vllm_importance_sampling", "off")
-    exact = engine_precision == "fp32" and train == "fp32" and config.model.dtype == "float32"
-    rescored = colocated and mode != "off" and not (mode == "auto" and exact)
-    return Lanes(eval_lane, rollout, train, rescored)
+    return Lanes(eval_lane, rollout, train)
 
 
 # -- token counts ------------------------------------------------------------------------------------
@@ -428,8 +422,7 @@ def trainer_budget(config: RunConfig) -> TrainingBudget:
 
 def central_budget(config: RunConfig, budget: Budget, lanes: Lanes, *, as_shipped: bool = False) -> Budget:
     """What a run computes of ``budget``'s counts (module docstring: prompts at the testbed's ``prompt_share``, a
-    vLLM engine's rows at DECODE_FILL, GRPO's padded and kept rows, TRL's rescoring of vLLM's
-    samples as prefill); ``as_shipped``: the evals of the model as shipped, which run to the limit."""
+    vLLM engine's rows at DECODE_FILL, GRPO's padded and kept rows); ``as_shipped``: the evals of the model as shipped, which run to the limit."""
     fill = 1.0 if as_shipped else DECODE_FILL[lanes.eval.engine]
     testbed = TESTBEDS.get(config.testbed.name).load()
     answers = 1.0 if as_shipped else testbed.eval_answer_fill
@@ -446,10 +439,9 @@ def central_budget(config: RunConfig, budget: Budget, lanes: Lanes, *, as_shippe
     elif (central := trainer.central_training(config)) is not None:
         limit = config.trainer.max_completion_length
         padded = (prompt * PROMPT_TOKENS + central.longest_completion * limit) / (PROMPT_TOKENS + limit)
-        rescoring = round(train.trained * padded) if lanes.rescored else 0
         train = Work(generated=round(train.generated * DECODE_FILL[lanes.rollout.engine]),
                      decode_steps=train.decode_steps,
-                     prefilled=round(train.prefilled * prompt) + rescoring,
+                     prefilled=round(train.prefilled * prompt),
                      trained=round(train.trained * padded * central.kept_rows))
     return replace(budget, train=train, eval=evals(budget.eval), test_suite=evals(budget.test_suite),
                    design=evals(budget.design))
@@ -593,4 +585,4 @@ def describe_lanes(lanes: Lanes) -> dict[str, Any]:
     """``lanes`` as plain data (for ``benchmarks/estimate_check.py``'s output)."""
     return {"eval": f"{lanes.eval.engine} {lanes.eval.precision}",
             "rollout": f"{lanes.rollout.engine} {lanes.rollout.precision}",
-            "train": lanes.train, "rescored": lanes.rescored}
+            "train": lanes.train}

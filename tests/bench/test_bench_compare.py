@@ -317,3 +317,22 @@ def test_report_of_a_run_without_map_sizes_draws_no_empty_heatmap(tmp_path):
         path = plot_run_metrics(summary, tmp_path / "eval_metrics.png")
     with Image.open(path) as img:  # half the figure is the note, so less ink than assert_real_png asks
         assert img.size == PIXELS and len(np.unique(np.asarray(img.convert("L")))) > 20
+
+
+def test_one_seed_comparison_writes_strict_json_and_unbounded_intervals_as_dashes(tmp_path):
+    """One seed leaves run-to-run variation unmeasured: its intervals are unbounded. compare.json
+    holds them as null (strict JSON, which ``jq`` and JavaScript parse), the table as ``[—, —]``,
+    and the file re-renders the same table."""
+    from curriculum.compare import load_compare_data, table_text_of
+
+    result = compare(_spec(tmp_path, ["random", "fixed"], seeds=1, rounds=2))
+    assert not result.failed
+    text = (tmp_path / "compare.json").read_text()
+
+    def refuse(constant):
+        raise ValueError(f"non-standard JSON constant {constant}")
+
+    data = json.loads(text, parse_constant=refuse)
+    assert data["pairwise"][0]["ci95_low"] is None and data["pairwise"][0]["ci95_high"] is None
+    assert "[—, —]" in result.table_text and "inf" not in result.table_text
+    assert table_text_of(load_compare_data(tmp_path)) == result.table_text

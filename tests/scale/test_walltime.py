@@ -217,10 +217,9 @@ def test_vllm_lanes_follow_the_config():
     config = _config("generation.backend=vllm", "trainer.use_vllm=true")
     lanes = cpu_lanes(config, native=True)
     assert lanes.eval == Lane("vllm", "bf16") and lanes.rollout == Lane("vllm", "bf16", sampled=True)
-    assert lanes.rescored  # bf16 sampler beside the trainer: TRL scores the samples again
-    exact = cpu_lanes(_config("generation.backend=vllm", "trainer.use_vllm=true", "trainer.bf16=false"),
-                      native=False)
-    assert exact.eval == Lane("vllm", "fp32") and not exact.rescored  # fp32 on both sides: auto skips it
+    fp32 = cpu_lanes(_config("generation.backend=vllm", "trainer.use_vllm=true", "trainer.bf16=false"),
+                     native=False)
+    assert fp32.eval == Lane("vllm", "fp32") and fp32.train == "fp32"
     assert cpu_lanes(_config("trainer.use_vllm=auto"), native=True).rollout.engine == "transformers"
 
 
@@ -260,10 +259,9 @@ def test_grpo_training_counts_its_padded_and_kept_rows():
     assert 0.55 < padded < 0.65  # the demo's prompts and completions
     assert central_budget(skip, budget, Lanes()).train.trained == round(budget.train.trained * padded * GRPO_KEPT_ROWS)
     assert central_budget(keep, budget, Lanes()).train.trained == round(budget.train.trained * padded)
-    assert central_budget(skip, budget, Lanes()).train.prefilled == round(budget.train.prefilled * prompt)
-    rescored = Lanes(rollout=Lane("vllm", "bf16", True), train="bf16", rescored=True)
-    extra = central_budget(skip, budget, rescored).train.prefilled - central_budget(skip, budget, Lanes()).train.prefilled
-    assert extra == round(budget.train.trained * padded)  # every padded row scored again, 2N a token
+    # vLLM's samples in bf16: no second pass over them (the correction's log-probs come from training).
+    sampled = Lanes(rollout=Lane("vllm", "bf16", True), train="bf16")
+    assert central_budget(skip, budget, sampled).train.prefilled == round(budget.train.prefilled * prompt)
 
 
 

@@ -7,7 +7,9 @@ With ``trainer.use_vllm: true`` TRL takes each sampled token's log-prob from the
 rho = exp(logp_trainer - logp_engine), per token or as one ratio per completion, clipped at the
 cap (``*_truncate``) or zeroed above it (``*_mask``): ``trainer.vllm_importance_sampling``.
 
-Checked here on what TRL hands its loss (the output of ``_generate_and_score_completions``):
+On a step that is on policy the trainer takes rho from the loss' own forward pass
+(``trainers/grpo/importance.py``) instead of TRL's extra no-grad forward; both ways are checked here,
+on what TRL's loss reads (each micro-batch ``_compute_loss`` is given):
 * synced engine: the engine's log-probs are finite and equal to the trainer model's own log-probs
   of the same tokens, recomputed here from scratch (within bf16 rounding), so rho stays near 1
   and nothing is masked; TRL's logged ``sampling/importance_sampling_ratio/*`` match;
@@ -46,28 +48,39 @@ def own_logprobs(model, prompt_ids, prompt_mask, completion_ids, completion_mask
     return out
 
 
-def run_step(vllm_model_dir, tmp_path, monkeypatch, *, mode: str, stale: bool):
-    """One colocated GRPO step; returns (what TRL handed its loss, the trainer's own log-probs of the
-    sampled tokens, TRL's logged records). ``stale``: the engine is never synced and the trainer's
-    weights are moved before the step, so the engine samples from other weights than it is scored by."""
+def run_step(vllm_model_dir, tmp_path, monkeypatch, *, mode: str, stale: bool, in_loss: bool = True):
+    """One colocated GRPO step; returns (the micro-batches TRL's loss read, concatenated; the
+    trainer's own log-probs of their sampled tokens; TRL's logged records; what generation returned).
+    ``stale``: the engine is never synced and the trainer's weights are moved before the step, so
+    the engine samples from other weights than it is scored by. ``in_loss``: rho from the loss'
+    forward (the default) or from TRL's no-grad recomputation."""
     import numpy as np
     import torch
+    from trl import GRPOTrainer
 
     import trainers.grpo.trainer as grpo
     from curriculum.config import load_config
     from curriculum.loop import build_testbed, build_trainer
     from tests.foundation.test_loop import tiny_overrides
 
-    captured: list[dict] = []
+    generated: list[dict] = []
+    losses: list[dict] = []
     cls = grpo.grpo_trainer_class()
-    original = cls._generate_and_score_completions
+    monkeypatch.setattr(cls, "ratio_from_loss_forward", in_loss)
+    original_generate, original_loss = cls._generate_and_score_completions, GRPOTrainer._compute_loss
 
-    def capture(self, inputs):
-        out = original(self, inputs)
-        captured.append({k: (v.detach().clone() if torch.is_tensor(v) else v) for k, v in out.items()})
+    def capture_generation(self, inputs):
+        out = original_generate(self, inputs)
+        generated.append({k: (v.detach().clone() if torch.is_tensor(v) else v) for k, v in out.items()})
         return out
 
-    monkeypatch.setattr(cls, "_generate_and_score_completions", capture)
+    def capture_loss(self, model, inputs):
+        loss = original_loss(self, model, inputs)  # the in-loss ratio is written into ``inputs`` first
+        losses.append({k: (v.detach().clone() if torch.is_tensor(v) else v) for k, v in inputs.items()})
+        return loss
+
+    monkeypatch.setattr(cls, "_generate_and_score_completions", capture_generation)
+    monkeypatch.setattr(GRPOTrainer, "_compute_loss", capture_loss)
     if stale:
         def never_sync(vllm_generation):
             vllm_generation.sync_weights = lambda: None
@@ -78,6 +91,8 @@ def run_step(vllm_model_dir, tmp_path, monkeypatch, *, mode: str, stale: bool):
         "trainer.use_vllm": "true", "trainer.max_steps_per_round": 1, "trainer.temperature": TEMPERATURE,
         "trainer.vllm_importance_sampling": mode, "trainer.vllm_importance_sampling_cap": CAP,
         **({"trainer.vllm_importance_sampling_floor": FLOOR} if mode.startswith("sequence") else {}),
+        # Every row through the loss (a random-init model scores 0: all advantages are 0).
+        "trainer.skip_zero_advantage": "false",
         "trainer.prompts_per_step": 4, "trainer.num_generations": 4, "generation.vllm_cpu_kv_cache_gib": 1}))
     testbed = build_testbed(config)
     trainer = build_trainer(config, testbed)
@@ -91,29 +106,57 @@ def run_step(vllm_model_dir, tmp_path, monkeypatch, *, mode: str, stale: bool):
                     p.add_(0.05 * torch.randn_like(p))
         tasks = testbed.sample(testbed.initial_proposal(np.random.default_rng(0)), 4, seed=0)
         trainer.train_round(tasks, round_index=0, seed=0, log=logs.append)
-        assert len(captured) == 1, "one generation batch per step"
-        batch = captured[0]
+        assert len(generated) == 1, "one generation batch per step"
+        assert losses, "the loss ran"
         # The weights the loss' ratios were computed with: the step's optimizer update comes after.
         # (A random-init model scores 0 everywhere, every advantage is 0 and the update leaves the weights.)
-        own = own_logprobs(trainer.model, batch["prompt_ids"], batch["prompt_mask"], batch["completion_ids"],
-                           batch["completion_mask"], TEMPERATURE)
-        return batch, own, logs
+        own = [own_logprobs(trainer.model, b["prompt_ids"], b["prompt_mask"], b["completion_ids"],
+                            b["completion_mask"], TEMPERATURE) for b in losses]
+        width = max(b["completion_ids"].shape[1] for b in losses)
+
+        def rows(name: str, tensors: list, fill: float) -> torch.Tensor:  # micro-batches stacked, (B, C)
+            return torch.cat([torch.nn.functional.pad(t.float(), (0, width - t.shape[1]), value=fill)
+                              if t.shape[1] != 1 else t.float() for t in tensors])
+
+        batch = {name: rows(name, [b[name] for b in losses], 0.0)
+                 for name in ("completion_mask", "sampling_per_token_logps", "importance_sampling_ratio")}
+        return batch, rows("own", own, float("nan")), logs, generated[0]
     finally:
         trainer.close()
         trainer._trl = None  # the engine and its cache go with TRL's trainer, before the next test starts one
         gc.collect()
 
 
+@pytest.mark.parametrize("in_loss", [True, False])
+def test_ratio_from_the_loss_forward_skips_trls_recomputation(vllm_model_dir, tmp_path, monkeypatch, in_loss):
+    """In the loss: no ``old_per_token_logps`` leave generation (TRL's no-grad forward did not run)
+    and every micro-batch's rho is the trainer's own log-probs against the sampler's; TRL's way
+    hands its recomputation on. Both ways the loss reads the same ratios."""
+    import torch
+
+    batch, own, logs, generated = run_step(vllm_model_dir, tmp_path, monkeypatch, mode="token_truncate",
+                                           stale=True, in_loss=in_loss)
+    assert ("old_per_token_logps" in generated) is (not in_loss)
+    assert ("importance_sampling_ratio" in generated) is (not in_loss)
+    mask = batch["completion_mask"].bool()
+    assert int(mask.sum()) >= 16
+    expected = torch.exp(own[mask] - batch["sampling_per_token_logps"][mask]).clamp(max=CAP)
+    assert batch["importance_sampling_ratio"][mask] == pytest.approx(expected, rel=2e-3, abs=1e-4)
+    logged = next(r for r in logs if "sampling/importance_sampling_ratio/max" in r)
+    ratio = batch["importance_sampling_ratio"][mask]
+    assert logged["sampling/importance_sampling_ratio/max"] == pytest.approx(float(ratio.max()), rel=1e-4)
+    assert logged["sampling/importance_sampling_ratio/min"] == pytest.approx(float(ratio.min()), rel=1e-3)
+    assert logged["sampling/importance_sampling_ratio/mean"] == pytest.approx(float(ratio.mean()), rel=1e-3)
+
+
 def test_synced_engine_logprobs_equal_the_trainers_and_ratios_stay_near_one(vllm_model_dir, tmp_path, monkeypatch):
     import torch
 
-    batch, own, logs = run_step(vllm_model_dir, tmp_path, monkeypatch, mode="token_truncate", stale=False)
+    batch, own, logs, _ = run_step(vllm_model_dir, tmp_path, monkeypatch, mode="token_truncate", stale=False)
     mask = batch["completion_mask"].bool()
     assert int(mask.sum()) >= 16  # the test sees sampled tokens
     sampling = batch["sampling_per_token_logps"][mask]
     assert torch.isfinite(sampling).all() and (sampling <= 0).all()
-    # TRL's recomputation is the trainer's model's log-probs of the same tokens.
-    assert batch["old_per_token_logps"][mask] == pytest.approx(own[mask], abs=1e-3)
     # The engine's (bf16 on a bf16 CPU: TRL starts it at vLLM's `auto` dtype) equal them within rounding.
     tolerance = 2e-3 if batch["sampling_per_token_logps"].dtype == torch.float64 else 5e-2
     diff = (own[mask] - sampling).abs()
@@ -132,11 +175,10 @@ def test_synced_engine_logprobs_equal_the_trainers_and_ratios_stay_near_one(vllm
 def test_stale_engine_moves_ratios_off_one_and_the_cap_bounds_them(vllm_model_dir, tmp_path, monkeypatch, mode):
     import torch
 
-    batch, own, logs = run_step(vllm_model_dir, tmp_path, monkeypatch, mode=mode, stale=True)
+    batch, own, logs, _ = run_step(vllm_model_dir, tmp_path, monkeypatch, mode=mode, stale=True)
     mask = batch["completion_mask"].bool()
     sampling = batch["sampling_per_token_logps"]
     assert torch.isfinite(sampling[mask]).all()
-    assert batch["old_per_token_logps"][mask] == pytest.approx(own[mask], abs=1e-3)
     diff = torch.where(mask, own - sampling, torch.zeros_like(own))  # (B, C), 0 where masked
     assert float(diff[mask].abs().mean()) > 0.1, "the stale engine samples from other weights"
     ratio = batch["importance_sampling_ratio"]

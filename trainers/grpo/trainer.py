@@ -121,12 +121,12 @@ class GRPOConfig(PluginConfig):
     rho = exp(logp_trainer - logp_sampler), per token (``token_*``) or as one ratio per completion,
     the exp of the summed differences (``sequence_*``); ``*_truncate`` clips rho at
     ``vllm_importance_sampling_cap`` (and raises it to the floor), ``*_mask`` sets a rho outside
-    [floor, cap] to 0. ``off``: no correction, and no recomputation of the sampled tokens'
-    log-probs by the trainer (a no-grad forward over every completion of the step). ``auto``:
-    ``off`` where the sampler computes what the trainer does — vLLM's CPU build in float32 beside
-    a float32 trainer (measured on the demo: every ratio within 2e-4 of 1, while the recomputation
-    took 13.8 s of a 52.5 s step; docs/results.md) — and ``sequence_mask`` elsewhere (bf16 or a
-    GPU's kernels). Only used with ``use_vllm``."""
+    [floor, cap] to 0. The trainer's log-probs come from the loss' own forward pass (the step is
+    on policy; ``trainers/grpo/importance.py``), not from a second pass over the samples. ``off``:
+    no correction. ``auto``: ``off`` where the sampler computes what the trainer does — vLLM's CPU
+    build in float32 beside a float32 trainer (measured on the demo: every ratio within 2e-4 of 1;
+    docs/results.md) — and ``sequence_mask`` elsewhere (bf16 or a GPU's kernels). Only used with
+    ``use_vllm``."""
     vllm_importance_sampling_cap: float = Field(3.0, gt=1.0)
     """Upper bound C of the importance-sampling ratio (TRL's ``vllm_importance_sampling_clip_max``)."""
     vllm_importance_sampling_floor: float | None = Field(None, gt=0.0, lt=1.0)
@@ -196,19 +196,82 @@ def drop_zero_advantage_rows(inputs: dict[str, Any], loss_type: str) -> tuple[di
 
 @functools.cache
 def grpo_trainer_class() -> type:
-    """``trl.GRPOTrainer`` with ``drop_zero_advantage_rows`` in its loss (when switched on and
-    exact: no KL term, no entropy masking, no auxiliary loss)."""
+    """``trl.GRPOTrainer`` with two exact savings in its step:
+
+    * ``drop_zero_advantage_rows`` in its loss (when switched on and exact: no KL term, no entropy
+      masking, no auxiliary loss);
+    * on a step that is on policy, the vLLM importance-sampling ratio taken from the loss' own
+      forward pass instead of TRL's extra no-grad forward over every sampled completion
+      (``trainers/grpo/importance.py``)."""
     from trl import GRPOTrainer
+
+    from trainers.grpo.importance import RatioStats, importance_sampling_ratio
 
     class SkippingGRPOTrainer(GRPOTrainer):
         skip_zero_advantage = True
+        ratio_from_loss_forward = True
+        _ratio_inputs: dict[str, Any] | None = None  # the micro-batch whose forward computes rho
+        _ratio_stats: RatioStats | None = None  # the current generation batch's, logged once like TRL's
+
+        def _ratio_in_loss(self) -> bool:
+            """On policy with TRL's vLLM correction on: no weight moves between sampling and the
+            loss, so the loss' forward computes TRL's ``old_per_token_logps`` (TRL's own test of
+            whether it needs them, ``_generate_and_score_completions``)."""
+            generate_every = self.args.steps_per_generation * self.num_iterations
+            return (self.ratio_from_loss_forward and self.use_vllm and self.loss_type != "vespo"
+                    and self.args.vllm_importance_sampling_correction
+                    and self.args.gradient_accumulation_steps % generate_every == 0)
+
+        def _generate_and_score_completions(self, inputs: Any) -> dict[str, Any]:
+            if not self._ratio_in_loss():
+                return super()._generate_and_score_completions(inputs)
+            # TRL then skips its no-grad forward and the ratio; the sampler's log-probs stay in the batch.
+            self.vllm_importance_sampling_correction = False
+            self._ratio_stats = None
+            try:
+                return super()._generate_and_score_completions(inputs)
+            finally:
+                self.vllm_importance_sampling_correction = True
+
+        def _get_per_token_logps_and_entropies(self, *args: Any, **kwargs: Any) -> Any:
+            out = super()._get_per_token_logps_and_entropies(*args, **kwargs)
+            batch, self._ratio_inputs = self._ratio_inputs, None
+            if batch is not None:  # the loss' forward: rho from its log-probs, before the loss reads it
+                self._set_ratio(batch, out[0])
+            return out
+
+        def _set_ratio(self, batch: dict[str, Any], logps: Any) -> None:
+            sampler = batch["sampling_per_token_logps"]  # (B, T)
+            mask = batch["completion_mask"] if "tool_mask" not in batch else batch["completion_mask"] * batch["tool_mask"]
+            mode = self.vllm_importance_sampling_mode
+            ratio = importance_sampling_ratio(logps, sampler, mask, mode, self.vllm_importance_sampling_clip_min,
+                                              self.vllm_importance_sampling_clip_max)
+            batch["importance_sampling_ratio"] = ratio
+            # One value per generation batch in TRL's metric lists (it logs their mean): the first
+            # micro-batch appends, later ones replace it with the batch's running value.
+            metrics = self._metrics["train" if self.model.training else "eval"]
+            first = self._ratio_stats is None
+            if first:
+                self._ratio_stats = RatioStats()
+            self._ratio_stats.add(logps, sampler, mask, ratio, mode)
+            for name, value in self._ratio_stats.metrics().items():
+                if first or not metrics[name]:
+                    metrics[name].append(value)
+                else:
+                    metrics[name][-1] = value
 
         def _compute_loss(self, model: Any, inputs: dict[str, Any]) -> Any:
-            if not (self.skip_zero_advantage and self.beta == 0.0 and self.top_entropy_quantile >= 1.0
+            kept, scale = inputs, 1.0
+            if (self.skip_zero_advantage and self.beta == 0.0 and self.top_entropy_quantile >= 1.0
                     and not self.aux_loss_enabled and self.loss_type in LOSS_ROW_SCALE):
-                return super()._compute_loss(model, inputs)
-            kept, scale = drop_zero_advantage_rows(inputs, self.loss_type)
-            loss = super()._compute_loss(model, kept)
+                kept, scale = drop_zero_advantage_rows(inputs, self.loss_type)
+            if self._ratio_in_loss():
+                kept = dict(kept)  # rho is written into the micro-batch the loss reads, not TRL's buffer
+                self._ratio_inputs = kept
+            try:
+                loss = super()._compute_loss(model, kept)
+            finally:
+                self._ratio_inputs = None
             return loss if scale == 1.0 else loss * scale
 
     return SkippingGRPOTrainer
