@@ -4,7 +4,6 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY      = $(VENV)/bin/python
 PIP     = $(PY) -m pip
-export OMP_WAIT_POLICY = PASSIVE
 export TOKENIZERS_PARALLELISM = false
 # glibc allocator settings, both measured. A fixed 1 MB mmap threshold returned every activation
 # buffer to the OS, so each step re-faulted its pages: 3.0M page faults and 7.5 s of system time

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import os
 
-# With two cores, libgomp's busy-waiting threads can slow generation tenfold; this must be set
-# before torch (and its OpenMP runtime) is first imported.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# OpenMP threads keep libgomp's default wait (a short spin, then sleep): OMP_WAIT_POLICY=PASSIVE,
+# sleeping at once, made a GRPO step of the demo 19-30 % slower (docs/scaling.md, "Knobs that matter").
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import warnings  # noqa: E402
