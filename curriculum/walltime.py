@@ -98,15 +98,18 @@ Engine = Literal["transformers", "vllm"]
 Precision = Literal["fp32", "bf16"]
 
 # -- calibration (CPU) ------------------------------------------------------------------------------
-STEP_OVERHEAD_S: dict[str, float] = {"transformers": 3.0e-3, "vllm": 1.6e-3}
+STEP_OVERHEAD_S: dict[str, float] = {"transformers": 2.0e-3, "vllm": 0.8e-3}
 """Seconds per decoder layer of one decode step that do not shrink with the FLOP rate (kernel
 dispatch, the key/value cache's bookkeeping, sampling), unless reading the weights takes longer.
-transformers: the demo's evals on the 2-core AVX512-BF16 machine (bf16 autocast, 206 GFLOP/s bf16
-one thread at 256²): 36 rows x 128 tokens in 26-28 s, prefill included; a GRPO step of 16 rows x
-128 tokens in 23-29 s with its training; benchmarks/generation.py there: 116 ms a step at one row,
-238 at 48 (docs/results.md, "Decoding per engine"), so ~90-110 ms for 30 layers. vLLM's CPU build
-(bf16 there): 50 ms at one row, 117 at 48, ~48 ms for 30 layers. The AVX2 machine: transformers
-in fp32 86 ms at one row."""
+Fitted on the 2-core AVX512-BF16 (d) machine (AMD family 26; bf16 GEMM 819 GFLOP/s on two threads
+at 256²) with libgomp's default wait, as the CLI runs: ``make demo``'s run on transformers (bf16
+autocast; its evals of 36 and 72 prompts and GRPO rounds, 3:56 wall) is estimated within 4 %
+with 2.0 ms, the same demo on vLLM's CPU build in bf16 (2:14) within 10 % with 0.8 ms
+(``benchmarks/estimate_check.py``; docs/scaling.md). ``benchmarks/grpo_step.py`` there: a sampled
+decode step of 16 rows takes ~86 ms on transformers, ~26 ms on vLLM. The earlier fit, 3.0 and
+1.6 ms, was taken with ``OMP_WAIT_POLICY=PASSIVE`` on the AVX512-BF16 (c) machine (transformers
+116 ms a step at one row, vLLM 50 ms; docs/results.md, "Decoding per engine"); PASSIVE made the
+same GRPO step 19-30 % slower on (d)."""
 ROW_UTILISATION: dict[str, float] = {"transformers": 0.25, "vllm": 0.5}
 """Share of the measured matmul FLOP/s (the part's precision) that one more row of a decode step
 reaches (2N FLOPs per generated token). transformers: 0.25 in float32 (a 184 GFLOP/s machine: 16
