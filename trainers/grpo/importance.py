@@ -12,8 +12,8 @@ over every sampled completion right after generation (``old_per_token_logps``). 
 on policy (one optimizer step per generation batch, ``num_iterations == 1``), no weight changes
 between that pass and the loss' forward, which computes the same log-probs with gradients: the
 no-grad pass is a second forward of the same numbers. ``importance_sampling_ratio`` computes rho
-from the loss' forward instead (``trainers/grpo/trainer.grpo_trainer_class``), which removes that
-pass (a quarter of the demo's GRPO step with vLLM in bf16; docs/results.md) and scores only the
+from the loss' forward instead (``RatioFromLossForward``, mixed into
+``trainers/grpo/trainer.grpo_trainer_class``), which removes that pass (a quarter of the demo's GRPO step with vLLM in bf16; docs/results.md) and scores only the
 rows that train (``skip_zero_advantage`` drops the rest).
 """
 
@@ -82,3 +82,74 @@ class RatioStats:
             "sampling/importance_sampling_ratio/mean": self.ratio_sum / self.ratio_count if seen else 0.0,
             "sampling/importance_sampling_ratio/max": self.ratio_max if seen else 0.0,
         }
+
+
+class RatioFromLossForward:
+    """Mixed in before ``trl.GRPOTrainer`` (module docstring): on an on-policy step with TRL's vLLM
+    correction on, generation skips TRL's no-grad pass and the ratio (``vllm_importance_sampling_
+    correction`` is off while it runs), and ``_loss_with_ratio`` writes rho, from the loss forward's
+    log-probs, into the micro-batch before TRL's loss reads it. TRL's ``sampling/*`` metrics are
+    kept, one value per generation batch as TRL logs them. Written against TRL 1.16's
+    ``_generate_and_score_completions``, ``_get_per_token_logps_and_entropies`` and ``_compute_loss``."""
+
+    ratio_from_loss_forward = True
+    """Off: TRL's own way (``benchmarks/grpo_step.py --trl-ratio`` times it)."""
+    _ratio_inputs: dict[str, Any] | None = None  # the micro-batch whose forward computes rho
+    _ratio_stats: RatioStats | None = None  # the current generation batch's
+
+    def _ratio_in_loss(self) -> bool:
+        """On policy with TRL's vLLM correction on: no weight moves between sampling and the loss,
+        so the loss' forward computes TRL's ``old_per_token_logps`` (TRL's own test of whether it
+        needs them, in ``_generate_and_score_completions``)."""
+        generate_every = self.args.steps_per_generation * self.num_iterations
+        return (self.ratio_from_loss_forward and self.use_vllm and self.loss_type != "vespo"
+                and self.args.vllm_importance_sampling_correction
+                and self.args.gradient_accumulation_steps % generate_every == 0)
+
+    def _generate_and_score_completions(self, inputs: Any) -> dict[str, Any]:
+        if not self._ratio_in_loss():
+            return super()._generate_and_score_completions(inputs)
+        # TRL then skips its no-grad forward and the ratio; the sampler's log-probs stay in the batch.
+        self.vllm_importance_sampling_correction = False
+        self._ratio_stats = None
+        try:
+            return super()._generate_and_score_completions(inputs)
+        finally:
+            self.vllm_importance_sampling_correction = True
+
+    def _get_per_token_logps_and_entropies(self, *args: Any, **kwargs: Any) -> Any:
+        out = super()._get_per_token_logps_and_entropies(*args, **kwargs)
+        batch, self._ratio_inputs = self._ratio_inputs, None
+        if batch is not None:  # the loss' forward: rho from its log-probs, before the loss reads it
+            self._set_ratio(batch, out[0])
+        return out
+
+    def _loss_with_ratio(self, model: Any, inputs: dict[str, Any]) -> Any:
+        """TRL's ``_compute_loss`` on ``inputs``, with rho from its forward where ``_ratio_in_loss``."""
+        if self._ratio_in_loss():
+            inputs = dict(inputs)  # rho goes into the micro-batch the loss reads, not TRL's buffer
+            self._ratio_inputs = inputs
+        try:
+            return super()._compute_loss(model, inputs)
+        finally:
+            self._ratio_inputs = None
+
+    def _set_ratio(self, batch: dict[str, Any], logps: Any) -> None:
+        sampler = batch["sampling_per_token_logps"]  # (B, T)
+        mask = batch["completion_mask"] if "tool_mask" not in batch else batch["completion_mask"] * batch["tool_mask"]
+        mode = self.vllm_importance_sampling_mode
+        ratio = importance_sampling_ratio(logps, sampler, mask, mode, self.vllm_importance_sampling_clip_min,
+                                          self.vllm_importance_sampling_clip_max)
+        batch["importance_sampling_ratio"] = ratio
+        # One value per generation batch in TRL's metric lists (it logs their mean): the first
+        # micro-batch appends, later ones replace it with the batch's running value.
+        metrics = self._metrics["train" if self.model.training else "eval"]
+        first = self._ratio_stats is None
+        if first:
+            self._ratio_stats = RatioStats()
+        self._ratio_stats.add(logps, sampler, mask, ratio, mode)
+        for name, value in self._ratio_stats.metrics().items():
+            if first or not metrics[name]:
+                metrics[name].append(value)
+            else:
+                metrics[name][-1] = value

@@ -202,76 +202,20 @@ def grpo_trainer_class() -> type:
       masking, no auxiliary loss);
     * on a step that is on policy, the vLLM importance-sampling ratio taken from the loss' own
       forward pass instead of TRL's extra no-grad forward over every sampled completion
-      (``trainers/grpo/importance.py``)."""
+      (``trainers/grpo/importance.RatioFromLossForward``)."""
     from trl import GRPOTrainer
 
-    from trainers.grpo.importance import RatioStats, importance_sampling_ratio
+    from trainers.grpo.importance import RatioFromLossForward
 
-    class SkippingGRPOTrainer(GRPOTrainer):
+    class SkippingGRPOTrainer(RatioFromLossForward, GRPOTrainer):
         skip_zero_advantage = True
-        ratio_from_loss_forward = True
-        _ratio_inputs: dict[str, Any] | None = None  # the micro-batch whose forward computes rho
-        _ratio_stats: RatioStats | None = None  # the current generation batch's, logged once like TRL's
-
-        def _ratio_in_loss(self) -> bool:
-            """On policy with TRL's vLLM correction on: no weight moves between sampling and the
-            loss, so the loss' forward computes TRL's ``old_per_token_logps`` (TRL's own test of
-            whether it needs them, ``_generate_and_score_completions``)."""
-            generate_every = self.args.steps_per_generation * self.num_iterations
-            return (self.ratio_from_loss_forward and self.use_vllm and self.loss_type != "vespo"
-                    and self.args.vllm_importance_sampling_correction
-                    and self.args.gradient_accumulation_steps % generate_every == 0)
-
-        def _generate_and_score_completions(self, inputs: Any) -> dict[str, Any]:
-            if not self._ratio_in_loss():
-                return super()._generate_and_score_completions(inputs)
-            # TRL then skips its no-grad forward and the ratio; the sampler's log-probs stay in the batch.
-            self.vllm_importance_sampling_correction = False
-            self._ratio_stats = None
-            try:
-                return super()._generate_and_score_completions(inputs)
-            finally:
-                self.vllm_importance_sampling_correction = True
-
-        def _get_per_token_logps_and_entropies(self, *args: Any, **kwargs: Any) -> Any:
-            out = super()._get_per_token_logps_and_entropies(*args, **kwargs)
-            batch, self._ratio_inputs = self._ratio_inputs, None
-            if batch is not None:  # the loss' forward: rho from its log-probs, before the loss reads it
-                self._set_ratio(batch, out[0])
-            return out
-
-        def _set_ratio(self, batch: dict[str, Any], logps: Any) -> None:
-            sampler = batch["sampling_per_token_logps"]  # (B, T)
-            mask = batch["completion_mask"] if "tool_mask" not in batch else batch["completion_mask"] * batch["tool_mask"]
-            mode = self.vllm_importance_sampling_mode
-            ratio = importance_sampling_ratio(logps, sampler, mask, mode, self.vllm_importance_sampling_clip_min,
-                                              self.vllm_importance_sampling_clip_max)
-            batch["importance_sampling_ratio"] = ratio
-            # One value per generation batch in TRL's metric lists (it logs their mean): the first
-            # micro-batch appends, later ones replace it with the batch's running value.
-            metrics = self._metrics["train" if self.model.training else "eval"]
-            first = self._ratio_stats is None
-            if first:
-                self._ratio_stats = RatioStats()
-            self._ratio_stats.add(logps, sampler, mask, ratio, mode)
-            for name, value in self._ratio_stats.metrics().items():
-                if first or not metrics[name]:
-                    metrics[name].append(value)
-                else:
-                    metrics[name][-1] = value
 
         def _compute_loss(self, model: Any, inputs: dict[str, Any]) -> Any:
             kept, scale = inputs, 1.0
             if (self.skip_zero_advantage and self.beta == 0.0 and self.top_entropy_quantile >= 1.0
                     and not self.aux_loss_enabled and self.loss_type in LOSS_ROW_SCALE):
                 kept, scale = drop_zero_advantage_rows(inputs, self.loss_type)
-            if self._ratio_in_loss():
-                kept = dict(kept)  # rho is written into the micro-batch the loss reads, not TRL's buffer
-                self._ratio_inputs = kept
-            try:
-                loss = super()._compute_loss(model, kept)
-            finally:
-                self._ratio_inputs = None
+            loss = self._loss_with_ratio(model, kept)
             return loss if scale == 1.0 else loss * scale
 
     return SkippingGRPOTrainer
