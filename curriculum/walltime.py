@@ -38,9 +38,9 @@ run to the limit), transformers' ``generate`` decodes every row of a call to the
 (fill 1); a trainer that states its ``central_training`` (GRPO: ``trainers/grpo/plan.py``) pads every
 row to the step's longest prompt and completion (``longest_completion`` of the limit) and trains
 ``kept_rows`` of them (TRL's importance-sampling correction of vLLM's samples takes the trainer's
-log-probs from that training pass: ``trainers/grpo/importance.py``). A trainer that states a ``central_round_share`` computes
-that share of its counted round, and an eval whose answers end early the testbed's
-``eval_answer_fill`` of its counted steps. A trainer or testbed without a calibration keeps its
+log-probs from that training pass: ``trainers/grpo/importance.py``). A trainer that states a
+``central_round_share`` computes that share of its counted round, and an eval whose answers end
+early the testbed's ``eval_answer_fill`` of its counted steps. A trainer or testbed without a calibration keeps its
 upper-bound counts, and so does every estimate on a GPU. The upper bound, every share 1, is printed beside the
 central estimate.
 
@@ -424,8 +424,9 @@ def trainer_budget(config: RunConfig) -> TrainingBudget:
 
 
 def central_budget(config: RunConfig, budget: Budget, lanes: Lanes, *, as_shipped: bool = False) -> Budget:
-    """What a run computes of ``budget``'s counts (module docstring: prompts at the testbed's ``prompt_share``, a
-    vLLM engine's rows at DECODE_FILL, GRPO's padded and kept rows); ``as_shipped``: the evals of the model as shipped, which run to the limit."""
+    """What a run computes of ``budget``'s counts (module docstring: prompts at the testbed's
+    ``prompt_share``, a vLLM engine's rows at DECODE_FILL, GRPO's padded and kept rows);
+    ``as_shipped``: the evals of the model as shipped, which run to the limit."""
     fill = 1.0 if as_shipped else DECODE_FILL[lanes.eval.engine]
     testbed = TESTBEDS.get(config.testbed.name).load()
     answers = 1.0 if as_shipped else testbed.eval_answer_fill

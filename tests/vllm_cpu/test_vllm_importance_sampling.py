@@ -114,13 +114,13 @@ def run_step(vllm_model_dir, tmp_path, monkeypatch, *, mode: str, stale: bool, i
                             b["completion_mask"], TEMPERATURE) for b in losses]
         width = max(b["completion_ids"].shape[1] for b in losses)
 
-        def rows(name: str, tensors: list, fill: float) -> torch.Tensor:  # micro-batches stacked, (B, C)
+        def rows(tensors: list, fill: float) -> torch.Tensor:  # micro-batches stacked, (B, C)
             return torch.cat([torch.nn.functional.pad(t.float(), (0, width - t.shape[1]), value=fill)
                               if t.shape[1] != 1 else t.float() for t in tensors])
 
-        batch = {name: rows(name, [b[name] for b in losses], 0.0)
+        batch = {name: rows([b[name] for b in losses], 0.0)
                  for name in ("completion_mask", "sampling_per_token_logps", "importance_sampling_ratio")}
-        return batch, rows("own", own, float("nan")), logs, generated[0]
+        return batch, rows(own, float("nan")), logs, generated[0]
     finally:
         trainer.close()
         trainer._trl = None  # the engine and its cache go with TRL's trainer, before the next test starts one

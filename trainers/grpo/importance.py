@@ -13,8 +13,9 @@ on policy (one optimizer step per generation batch, ``num_iterations == 1``), no
 between that pass and the loss' forward, which computes the same log-probs with gradients: the
 no-grad pass is a second forward of the same numbers. ``importance_sampling_ratio`` computes rho
 from the loss' forward instead (``RatioFromLossForward``, mixed into
-``trainers/grpo/trainer.grpo_trainer_class``), which removes that pass (a quarter of the demo's GRPO step with vLLM in bf16; docs/results.md) and scores only the
-rows that train (``skip_zero_advantage`` drops the rest).
+``trainers/grpo/trainer.grpo_trainer_class``), which removes that pass (a quarter of the demo's
+GRPO step with vLLM in bf16; docs/results.md) and scores only the rows that train
+(``skip_zero_advantage`` drops the rest).
 """
 
 from __future__ import annotations
@@ -23,6 +24,13 @@ import math
 from typing import Any
 
 IMPORTANCE_SAMPLING_MODES = ("token_truncate", "token_mask", "sequence_truncate", "sequence_mask")
+
+
+def loss_mask(batch: dict[str, Any]) -> Any:
+    """(B, T) 1 on the completion tokens TRL's loss counts: the completion mask, times the tool
+    mask where a batch has one (tokens a tool wrote are not the policy's)."""
+    mask = batch["completion_mask"]
+    return mask if "tool_mask" not in batch else mask * batch["tool_mask"]
 
 
 def importance_sampling_ratio(trainer_logps: Any, sampler_logps: Any, mask: Any, mode: str,
@@ -136,7 +144,7 @@ class RatioFromLossForward:
 
     def _set_ratio(self, batch: dict[str, Any], logps: Any) -> None:
         sampler = batch["sampling_per_token_logps"]  # (B, T)
-        mask = batch["completion_mask"] if "tool_mask" not in batch else batch["completion_mask"] * batch["tool_mask"]
+        mask = loss_mask(batch)
         mode = self.vllm_importance_sampling_mode
         ratio = importance_sampling_ratio(logps, sampler, mask, mode, self.vllm_importance_sampling_clip_min,
                                           self.vllm_importance_sampling_clip_max)

@@ -40,6 +40,7 @@ from curriculum.core.sizing import PlanTarget
 from curriculum.core.types import Completion, Policy, Task
 from testbeds.base import Testbed
 from trainers.base import DigestMemo, LogFn, Trainer
+from trainers.grpo.importance import loss_mask
 from trainers.grpo.warmstart import WarmStartConfig
 from trainers.lm.generation import (
     EngineSlot,
@@ -188,8 +189,7 @@ def drop_zero_advantage_rows(inputs: dict[str, Any], loss_type: str) -> tuple[di
         return kept, len(keep) / rows
     if mode == "tokens":
         def tokens(batch: dict[str, Any]) -> float:
-            mask = batch["completion_mask"] if "tool_mask" not in batch else batch["completion_mask"] * batch["tool_mask"]
-            return float(mask.sum().clamp(min=1.0))
+            return float(loss_mask(batch).sum().clamp(min=1.0))
         return kept, tokens(kept) / tokens(inputs)
     return kept, 1.0
 
